@@ -1,0 +1,31 @@
+"""The engine: Z-sets with checked weights, the DBSP circuit runtime and the joins.
+
+``wcoj`` knows nothing of EAV or EDN; it depends on numpy and numba only.
+
+>>> from wcoj import ZSet
+>>> (ZSet.from_rows([(1, 2)]) + ZSet.from_rows([(1, 2)])).to_dict()
+{(1, 2): 2}
+"""
+
+from wcoj.errors import (
+    ArityMismatchError,
+    CircuitError,
+    InputError,
+    QueryError,
+    WcojError,
+    WeightOverflowError,
+)
+from wcoj.indexed import IndexedZSet
+from wcoj.zset import ZSet, consolidate
+
+__all__ = [
+    "ZSet",
+    "IndexedZSet",
+    "consolidate",
+    "WcojError",
+    "QueryError",
+    "InputError",
+    "CircuitError",
+    "ArityMismatchError",
+    "WeightOverflowError",
+]

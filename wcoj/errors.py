@@ -1,0 +1,116 @@
+"""The error tree of the whole engine.
+
+Every layer (``wcoj``, ``indexes``, ``queries``) raises from here, so users have one place
+to import from. Messages say what went wrong, what was expected, what was found and where;
+the pieces are also kept as attributes so tests and tools need not parse the text.
+
+::
+
+    WcojError
+    ├── QueryError(ValueError)        nothing ran; fix the query or the input
+    │   ├── EdnSyntaxError            .text .line .column
+    │   ├── UnknownAttributeError     (also KeyError) .attribute
+    │   ├── ArityMismatchError        .form .expected .got
+    │   ├── UnboundVariableError      .form .variables
+    │   └── SchemaError               wrong value type, unknown tempid, uniqueness
+    ├── InputError(ValueError)        bad data at a door: shape, dtype, weights, files
+    ├── CircuitError                  wiring: wrong number of inputs, cycle without delay
+    └── WeightOverflowError(OverflowError)
+    PerformanceWarning(UserWarning)   e.g. the planner fell back to binary joins
+
+>>> try:
+...     raise UnknownAttributeError(":person/nmae", [":person/name", ":movie/title"])
+... except KeyError as e:
+...     print(e)
+unknown attribute :person/nmae; did you mean :person/name?
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+
+__all__ = [
+    "WcojError",
+    "QueryError",
+    "EdnSyntaxError",
+    "UnknownAttributeError",
+    "ArityMismatchError",
+    "UnboundVariableError",
+    "SchemaError",
+    "InputError",
+    "CircuitError",
+    "WeightOverflowError",
+    "PerformanceWarning",
+]
+
+
+class WcojError(Exception):
+    """Base class of every error the engine raises on purpose."""
+
+
+class QueryError(WcojError, ValueError):
+    """A query (or transaction) is wrong; nothing ran and nothing changed."""
+
+
+class EdnSyntaxError(QueryError):
+    """Malformed EDN text, with the 1-based line and column of the problem."""
+
+    def __init__(self, message: str, text: str = "", line: int = 0, column: int = 0):
+        where = f" at line {line}, column {column}" if line else ""
+        super().__init__(f"{message}{where}")
+        self.text, self.line, self.column = text, line, column
+
+
+class UnknownAttributeError(QueryError, KeyError):
+    """An attribute (or relation) name that the store does not know."""
+
+    def __init__(self, attribute: str, known: Iterable[str] = ()):
+        known = [str(k) for k in known]
+        hint = difflib.get_close_matches(str(attribute), known, n=1)
+        super().__init__(
+            f"unknown attribute {attribute}" + (f"; did you mean {hint[0]}?" if hint else "")
+        )
+        self.attribute = attribute
+
+    def __str__(self) -> str:  # KeyError would otherwise show the repr
+        return str(self.args[0])
+
+
+class ArityMismatchError(QueryError):
+    """Something was used with the wrong number of columns or arguments."""
+
+    def __init__(self, form: object, expected: int, got: int, what: str = ""):
+        detail = what or f"expected {expected} columns, got {got}"
+        super().__init__(f"arity mismatch in {form}: {detail}")
+        self.form, self.expected, self.got = form, expected, got
+
+
+class UnboundVariableError(QueryError):
+    """Variables used where nothing binds them (``:find``, predicates, ``not``)."""
+
+    def __init__(self, form: object, variables: Sequence[str], why: str = ""):
+        names = ", ".join(str(v) for v in variables)
+        super().__init__(f"unbound variable{'s' if len(variables) > 1 else ''} {names} in {form}"
+                         + (f": {why}" if why else ""))
+        self.form, self.variables = form, tuple(variables)
+
+
+class SchemaError(QueryError):
+    """A transaction breaks the schema: wrong value type, unknown tempid, uniqueness."""
+
+
+class InputError(WcojError, ValueError):
+    """Bad data at a door: wrong shape or dtype, non-integer weights, unreadable files."""
+
+
+class CircuitError(WcojError):
+    """A circuit is wired wrongly, or used after it was finished."""
+
+
+class WeightOverflowError(WcojError, OverflowError):
+    """A weight sum or product does not fit in int64; the operation changed nothing."""
+
+
+class PerformanceWarning(UserWarning):
+    """The engine chose a slow path (e.g. fell back to a binary join plan)."""

@@ -1,0 +1,250 @@
+"""Indexed Z-sets: rows grouped by a key, the bilinear join, and per-key aggregates.
+
+An indexed Z-set holds rows ``(key..., value...)`` with weights, consolidated and sorted by
+key then value, so each key's values form one contiguous run. ``ZSet.index_with(cols)``
+builds one whose value is the whole original row (as in DBSP's ``index_with``).
+
+The join is a sort-merge over the key runs of both sides, vectorised in numpy: matching
+runs are crossed with ``np.repeat`` arithmetic, weights multiply with an overflow check.
+Output rows come out already sorted and unique, so no second sort is needed.
+
+Relies on ``wcoj.zset``, ``wcoj.rows`` and ``wcoj.kernels.weights``. Used by the circuit
+operators (``join_stream``, ``join_trace``, ``aggregate``) and the binary-join baseline.
+
+>>> a = IndexedZSet.from_pairs([[0], [1], [2]], [[1], [2], [2]], [1, 2, 1])
+>>> b = IndexedZSet.from_pairs([[0], [1], [1]], [[1], [3], [4]], [1, 1, -1])
+>>> a.join(b).to_dict()
+{(0, 1, 1): 1, (1, 2, 3): 2, (1, 2, 4): -2}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from wcoj.errors import ArityMismatchError, InputError, WeightOverflowError
+from wcoj.kernels import weights as wk
+from wcoj.rows import group_starts, packing_for, row_order
+from wcoj.zset import ZSet, checked_weights, raise_overflow
+
+__all__ = ["IndexedZSet", "AGGREGATES"]
+
+I64 = npt.NDArray[np.int64]
+AGGREGATES = ("count", "sum", "min", "max", "avg")
+
+
+def _dense_key_ids(ka: I64, kb: I64) -> tuple[I64, I64]:
+    """Map key rows of two matrices to int64 ids that preserve row order and equality."""
+    p = packing_for([ka, kb])
+    if p is not None:
+        return p.pack(ka), p.pack(kb)
+    both = np.concatenate([ka, kb])
+    order = row_order(both)
+    starts = group_starts(both[order])
+    rank = np.zeros(both.shape[0], dtype=np.int64)
+    step = np.zeros(both.shape[0], dtype=np.int64)
+    step[starts[1:]] = 1
+    rank[order] = np.cumsum(step)
+    return rank[: ka.shape[0]], rank[ka.shape[0]:]
+
+
+class IndexedZSet:
+    """Rows ``(key..., value...)`` with weights, sorted by key then value.
+
+    Parameters
+    ----------
+    zset : ZSet
+        The rows, key columns first; consolidated (so already sorted by key).
+    n_key : int
+        How many leading columns form the key.
+    """
+
+    __slots__ = ("zset", "n_key")
+
+    def __init__(self, zset: ZSet, n_key: int):
+        if not 0 <= n_key <= zset.arity:
+            raise ArityMismatchError("indexed Z-set", zset.arity, n_key,
+                                     f"key of {n_key} columns in rows of {zset.arity}")
+        self.zset, self.n_key = zset, n_key
+
+    @classmethod
+    def from_zset(cls, z: ZSet, key_columns: list[int]) -> IndexedZSet:
+        """Index ``z`` by ``key_columns``; the value is the whole row."""
+        for c in key_columns:
+            if not 0 <= c < z.arity:
+                raise ArityMismatchError(f"index_with({key_columns})", z.arity, c + 1,
+                                         f"column {c} does not exist in rows of {z.arity}")
+        keys = np.concatenate([z.keys[:, key_columns], z.keys], axis=1)
+        return cls(ZSet.from_arrays(keys, z.weights), len(key_columns))
+
+    @classmethod
+    def from_pairs(cls, keys: Any, values: Any, weights: Any = None) -> IndexedZSet:
+        """Build from parallel key and value matrices (and weights, default 1)."""
+        k = np.asarray(keys, dtype=np.int64)
+        v = np.asarray(values, dtype=np.int64)
+        k = k.reshape(len(k), -1) if k.ndim < 2 else k
+        v = v.reshape(len(v), -1) if v.ndim < 2 else v
+        if k.shape[0] != v.shape[0]:
+            raise InputError(f"{k.shape[0]} keys but {v.shape[0]} values")
+        w = np.ones(k.shape[0], dtype=np.int64) if weights is None else checked_weights(weights, k.shape[0])
+        return cls(ZSet.from_arrays(np.concatenate([k, v], axis=1), w), k.shape[1])
+
+    @classmethod
+    def empty(cls, n_key: int, n_value: int) -> IndexedZSet:
+        """The zero indexed Z-set."""
+        return cls(ZSet.empty(n_key + n_value), n_key)
+
+    @property
+    def n_value(self) -> int:
+        """Number of value columns."""
+        return self.zset.arity - self.n_key
+
+    def __len__(self) -> int:
+        return len(self.zset)
+
+    def is_empty(self) -> bool:
+        return self.zset.is_empty()
+
+    def to_dict(self) -> dict[tuple[int, ...], int]:
+        """``{(key..., value...): weight}``."""
+        return self.zset.to_dict()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, IndexedZSet):
+            return NotImplemented
+        return self.n_key == other.n_key and self.zset == other.zset
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"IndexedZSet(n_key={self.n_key}, {repr(self.zset)[5:-1]})"
+
+    def _check_compatible(self, other: IndexedZSet, op: str) -> None:
+        if self.n_key != other.n_key:
+            raise ArityMismatchError(op, self.n_key, other.n_key,
+                                     f"left key has {self.n_key} columns, right key {other.n_key}")
+
+    def plus(self, other: IndexedZSet) -> IndexedZSet:
+        """Add row by row (same key width)."""
+        self._check_compatible(other, "plus")
+        return IndexedZSet(self.zset.plus(other.zset), self.n_key)
+
+    def negate(self) -> IndexedZSet:
+        return IndexedZSet(self.zset.negate(), self.n_key)
+
+    def minus(self, other: IndexedZSet) -> IndexedZSet:
+        self._check_compatible(other, "minus")
+        return IndexedZSet(self.zset.minus(other.zset), self.n_key)
+
+    __add__, __sub__, __neg__ = plus, minus, negate
+
+    # ---------------------------------------------------------------- join
+    def join(self, other: IndexedZSet, fn: Callable[[I64], Any] | None = None) -> ZSet:
+        """Bilinear join on equal keys: rows ``(key, left value, right value)``.
+
+        Weights multiply: ``join(a, b)[k, u, v] = a[k, u] * b[k, v]``, so
+        ``join(a1 + a2, b) = join(a1, b) + join(a2, b)`` (DBSP §3, bilinearity).
+        ``fn``, if given, maps the output ``keys`` matrix to the columns to keep.
+
+        Complexity: O(|a| + |b| + |output|) after the key runs are found.
+        """
+        self._check_compatible(other, "join")
+        a, b, nk = self.zset, other.zset, self.n_key
+        n_out_cols = a.arity + b.arity - nk
+        if a.is_empty() or b.is_empty():
+            out = ZSet.empty(n_out_cols)
+            return out if fn is None else out.map(fn)
+        ida, idb = _dense_key_ids(a.keys[:, :nk], b.keys[:, :nk])
+        sa = np.flatnonzero(np.concatenate(([True], ida[1:] != ida[:-1])))
+        sb = np.flatnonzero(np.concatenate(([True], idb[1:] != idb[:-1])))
+        ca = np.diff(np.append(sa, ida.shape[0]))
+        cb = np.diff(np.append(sb, idb.shape[0]))
+        _, ia, ib = np.intersect1d(ida[sa], idb[sb], assume_unique=True, return_indices=True)
+        cnt = ca[ia] * cb[ib]
+        total = int(cnt.sum())
+        g = np.repeat(np.arange(ia.shape[0]), cnt)
+        offs = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        width_b = cb[ib][g]
+        i = sa[ia][g] + offs // width_b
+        j = sb[ib][g] + offs % width_b
+        w = np.empty(total, dtype=np.int64)
+        bad = wk.multiply_into(a.weights[i], b.weights[j], w)
+        if bad >= 0:
+            raise_overflow("*", a.weights[i[bad]], b.weights[j[bad]], bad)
+        keys = np.concatenate([a.keys[i], b.keys[j, nk:]], axis=1)
+        out = ZSet(np.ascontiguousarray(keys), w)  # sorted and unique by construction
+        return out if fn is None else out.map(fn)
+
+    # ---------------------------------------------------------------- aggregate
+    def aggregate(self, kind: str, column: int = 0) -> ZSet:
+        """Per key, one row ``(key..., result...)`` with weight 1.
+
+        ``kind`` is one of ``count`` (sum of weights), ``sum`` (of value column
+        ``column`` times weight), ``min`` and ``max`` (over rows of positive weight), and
+        ``avg``, returned exactly as two columns ``(sum, count)`` because Z-set values are
+        int64 (divide at the edge). Keys whose count is 0 produce no ``count``/``avg`` row.
+
+        >>> iz = IndexedZSet.from_pairs([[1], [1], [2]], [[10], [20], [30]])
+        >>> iz.aggregate("count").to_dict()
+        {(1, 2): 1, (2, 1): 1}
+        >>> iz.aggregate("avg").to_dict()
+        {(1, 30, 2): 1, (2, 30, 1): 1}
+        """
+        if kind not in AGGREGATES:
+            raise InputError(f"unknown aggregate {kind!r}; known: {', '.join(AGGREGATES)}")
+        nk = self.n_key
+        if kind != "count" and not 0 <= column < self.n_value:
+            raise ArityMismatchError(f"aggregate {kind}", self.n_value, column + 1,
+                                     f"value column {column} does not exist ({self.n_value} columns)")
+        z = self.zset
+        if kind in ("min", "max"):
+            z = z.positive()
+        width = {"avg": 2}.get(kind, 1)
+        if z.is_empty():
+            return ZSet.empty(nk + width)
+        starts = group_starts(z.keys[:, :nk]) if nk else np.zeros(1, dtype=np.int64)
+        groups = z.keys[starts, :nk]
+        vals = np.ascontiguousarray(z.keys[:, nk + column]) if kind != "count" else None
+        if kind in ("count", "avg"):
+            counts = np.empty(starts.shape[0], dtype=np.int64)
+            if wk.segment_sum_into(z.weights, starts, counts) >= 0:
+                raise WeightOverflowError(f"{kind}: a group's count does not fit in int64")
+        if kind in ("sum", "avg"):
+            sums = np.empty(starts.shape[0], dtype=np.int64)
+            bad = wk.segment_dot_into(vals, z.weights, starts, sums)
+            if bad >= 0:
+                raise WeightOverflowError(f"{kind}: the sum of group {tuple(groups[bad].tolist())} does not fit in int64")
+        if kind == "count":
+            keep = counts != 0
+            res = counts[keep].reshape(-1, 1)
+        elif kind == "sum":
+            keep = np.ones(starts.shape[0], dtype=bool)
+            res = sums.reshape(-1, 1)
+        elif kind == "avg":
+            keep = counts != 0
+            res = np.stack([sums[keep], counts[keep]], axis=1)
+        else:
+            red = np.minimum if kind == "min" else np.maximum
+            keep = np.ones(starts.shape[0], dtype=bool)
+            res = red.reduceat(vals, starts).reshape(-1, 1)
+        keys = np.concatenate([groups[keep], res], axis=1)
+        return ZSet(np.ascontiguousarray(keys, dtype=np.int64), np.ones(keys.shape[0], dtype=np.int64))
+
+    def group_keys(self) -> ZSet:
+        """The distinct keys present (weight 1 each)."""
+        if self.is_empty():
+            return ZSet.empty(self.n_key)
+        s = group_starts(self.zset.keys[:, : self.n_key]) if self.n_key else np.zeros(1, dtype=np.int64)
+        return ZSet(np.ascontiguousarray(self.zset.keys[s, : self.n_key]), np.ones(s.shape[0], dtype=np.int64))
+
+    def restrict(self, keys: Iterable[tuple[int, ...]] | ZSet) -> IndexedZSet:
+        """The rows whose key is in ``keys`` (a Z-set of key rows, weights ignored)."""
+        kz = keys if isinstance(keys, ZSet) else ZSet.from_rows(list(keys), arity=self.n_key)
+        if kz.is_empty() or self.is_empty():
+            return IndexedZSet.empty(self.n_key, self.n_value)
+        ida, idk = _dense_key_ids(self.zset.keys[:, : self.n_key], kz.keys)
+        mask = np.isin(ida, idk)
+        return IndexedZSet(ZSet(self.zset.keys[mask], self.zset.weights[mask]), self.n_key)

@@ -1,0 +1,378 @@
+"""Columnar Z-sets with checked int64 weights.
+
+A Z-set maps rows (tuples of ``k`` int64 values) to non-zero integer weights. It is stored
+as ``keys: int64[n, k]`` plus ``weights: int64[n]``, *consolidated*: rows sorted
+lexicographically, unique, no zero weight. Arrays are read-only; every operation returns a
+new Z-set. Z-sets form an abelian group under ``+`` (DBSP §2), and weight arithmetic is
+checked: an overflow raises ``WeightOverflowError`` before anything is built.
+
+Relies on ``wcoj.rows`` (ordering, packing) and ``wcoj.kernels.weights`` (checked
+arithmetic). Used by every operator of the circuit runtime, by the joins and by the indexes.
+
+>>> a = ZSet.from_rows([(1, 2), (2, 3)])
+>>> b = ZSet.from_dict({(2, 3): -1, (3, 1): 2})
+>>> (a + b).to_dict()
+{(1, 2): 1, (3, 1): 2}
+>>> (a - a).is_empty()
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from wcoj.errors import ArityMismatchError, InputError, WeightOverflowError
+from wcoj.kernels import weights as wk
+from wcoj.rows import group_starts, is_sorted_unique, row_order
+
+__all__ = ["ZSet", "consolidate", "checked_weights", "raise_overflow"]
+
+I64 = npt.NDArray[np.int64]
+_I64_MIN, _I64_MAX = int(wk.I64_MIN), int(wk.I64_MAX)
+
+
+def raise_overflow(op: str, left: Any, right: Any, row: int) -> None:
+    """Raise the ``WeightOverflowError`` for ``left op right`` at ``row``."""
+    raise WeightOverflowError(
+        f"weight {int(left)} {op} {int(right)} does not fit in int64 (row {row})"
+    )
+
+
+def checked_weights(weights: Any, n: int | None = None) -> I64:
+    """Validate user weights: integers only, finite, within int64; return an int64 array.
+
+    >>> checked_weights([1, -2]).tolist()
+    [1, -2]
+    >>> checked_weights(np.array([1.0, 2.5]))
+    Traceback (most recent call last):
+    ...
+    wcoj.errors.InputError: weights must be integers; row 1 holds np.float64(2.5) (float64)
+    """
+    if isinstance(weights, np.ndarray):
+        arr = weights
+    else:
+        lst = list(weights)
+        for i, w in enumerate(lst):
+            if isinstance(w, bool) or not isinstance(w, (int, np.integer)):
+                raise InputError(f"weights must be integers; row {i} holds {w!r}")
+            if not _I64_MIN <= int(w) <= _I64_MAX:
+                raise WeightOverflowError(f"weight {int(w)} does not fit in int64 (row {i})")
+        arr = np.array(lst, dtype=np.int64) if lst else np.zeros(0, dtype=np.int64)
+    if arr.dtype.kind not in "iu":
+        bad = 0
+        if arr.dtype.kind == "f":
+            flat = arr.reshape(-1)
+            nonint = ~np.isfinite(flat) | (flat != np.round(flat))
+            bad = int(np.argmax(nonint)) if nonint.any() else 0
+        raise InputError(
+            f"weights must be integers; row {bad} holds {arr.reshape(-1)[bad]!r} ({arr.dtype})"
+            if arr.size else f"weights must be integers, got dtype {arr.dtype}"
+        )
+    if arr.dtype == np.uint64 and arr.size and int(arr.max()) > _I64_MAX:
+        row = int(np.argmax(arr > _I64_MAX))
+        raise WeightOverflowError(f"weight {int(arr[row])} does not fit in int64 (row {row})")
+    arr = np.ascontiguousarray(arr, dtype=np.int64).reshape(-1)
+    if n is not None and arr.shape[0] != n:
+        raise InputError(f"expected {n} weights (one per row), got {arr.shape[0]}")
+    return arr
+
+
+def _as_keys(keys: Any, arity: int | None = None) -> I64:
+    arr = np.asarray(keys)
+    if arr.dtype.kind not in "iub" and arr.size:
+        raise InputError(f"keys must be int64 ids, got dtype {arr.dtype}; intern values first")
+    if arr.ndim == 1 and arity is not None and arity != 1 and arr.size == 0:
+        arr = arr.reshape(0, arity)
+    elif arr.ndim == 1:
+        arr = arr.reshape(-1, 1)
+    if arr.ndim != 2:
+        raise InputError(f"keys must be a 2-d array (rows x columns), got shape {arr.shape}")
+    if arity is not None and arr.shape[1] != arity:
+        raise ArityMismatchError("keys", arity, arr.shape[1])
+    if arr.dtype == np.uint64 and arr.size and int(arr.max()) > _I64_MAX:
+        raise InputError("key values must fit in int64")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def consolidate(keys: Any, weights: Any) -> tuple[I64, I64]:
+    """Sort rows, add the weights of equal rows, drop rows whose weight is 0.
+
+    Complexity: O(n log n) for the sort (one int64 argsort when the columns pack into
+    63 bits), O(n) when the input is already sorted and unique.
+
+    >>> k, w = consolidate(np.array([[2, 1], [1, 5], [2, 1]]), np.array([1, 4, -1]))
+    >>> k.tolist(), w.tolist()
+    ([[1, 5]], [4])
+    """
+    keys = _as_keys(keys)
+    weights = checked_weights(weights, keys.shape[0])
+    if is_sorted_unique(keys):
+        keep = weights != 0
+        if keep.all():
+            return keys, weights
+        return keys[keep], weights[keep]
+    order = row_order(keys)
+    keys, weights = keys[order], weights[order]
+    starts = group_starts(keys)
+    sums = np.empty(starts.shape[0], dtype=np.int64)
+    bad = wk.segment_sum_into(weights, starts, sums)
+    if bad >= 0:
+        raise WeightOverflowError(
+            f"weights of row {tuple(keys[starts[bad]].tolist())} sum beyond int64"
+        )
+    keep = sums != 0
+    return keys[starts[keep]], sums[keep]
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+class ZSet:
+    """A consolidated Z-set of int64 rows with int64 weights.
+
+    Build one with ``ZSet.from_rows``, ``ZSet.from_dict``, ``ZSet.from_arrays`` or
+    ``ZSet.empty``; the plain constructor trusts its (already consolidated) arguments.
+
+    >>> z = ZSet.from_rows([(2, 1), (1, 5), (2, 1)], [1, 4, 1])
+    >>> z
+    ZSet(arity=2, {(1, 5): 4, (2, 1): 2})
+    >>> z.distinct().to_dict()
+    {(1, 5): 1, (2, 1): 1}
+    """
+
+    __slots__ = ("keys", "weights")
+
+    def __init__(self, keys: I64, weights: I64):
+        self.keys: I64 = _frozen(keys)
+        self.weights: I64 = _frozen(weights)
+
+    # ---------------------------------------------------------------- construction
+    @classmethod
+    def empty(cls, arity: int) -> ZSet:
+        """The zero of the group, for rows of ``arity`` columns."""
+        return cls(np.zeros((0, arity), dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+    @classmethod
+    def from_arrays(cls, keys: Any, weights: Any = None, arity: int | None = None) -> ZSet:
+        """Consolidate ``keys`` (n x k ints) with ``weights`` (default: all 1)."""
+        keys = _as_keys(keys, arity)
+        if weights is None:
+            weights = np.ones(keys.shape[0], dtype=np.int64)
+        return cls(*consolidate(keys, checked_weights(weights, keys.shape[0])))
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[Iterable[int]], weights: Iterable[int] | None = None,
+                  arity: int | None = None) -> ZSet:
+        """Build from Python tuples of ints; every row must have the same arity."""
+        rows = [tuple(r) for r in rows]
+        if arity is None:
+            if not rows:
+                raise InputError("cannot infer the arity of an empty Z-set; pass arity=")
+            arity = len(rows[0])
+        for i, r in enumerate(rows):
+            if len(r) != arity:
+                raise ArityMismatchError(f"row {i} {r}", arity, len(r))
+            for v in r:
+                if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                    raise InputError(f"row {i} {r} holds {v!r}; Z-set values are int64 ids")
+                if not _I64_MIN <= int(v) <= _I64_MAX:
+                    raise InputError(f"row {i} {r}: {int(v)} does not fit in int64")
+        keys = np.array(rows, dtype=np.int64).reshape(len(rows), arity)
+        w = np.ones(len(rows), dtype=np.int64) if weights is None else checked_weights(weights, len(rows))
+        return cls(*consolidate(keys, w))
+
+    @classmethod
+    def from_dict(cls, d: Mapping[tuple, int], arity: int | None = None) -> ZSet:
+        """Build from ``{row: weight}``."""
+        return cls.from_rows(list(d.keys()), list(d.values()), arity=arity)
+
+    # ---------------------------------------------------------------- views
+    @property
+    def arity(self) -> int:
+        """Number of columns of every row."""
+        return int(self.keys.shape[1])
+
+    def __len__(self) -> int:
+        return int(self.keys.shape[0])
+
+    def is_empty(self) -> bool:
+        """True for the zero Z-set."""
+        return self.keys.shape[0] == 0
+
+    def to_dict(self) -> dict[tuple[int, ...], int]:
+        """``{row: weight}`` with Python ints."""
+        return dict(zip(map(tuple, self.keys.tolist()), self.weights.tolist()))
+
+    def to_rows(self) -> list[tuple[tuple[int, ...], int]]:
+        """``[(row, weight), ...]`` in row order, Python ints."""
+        return list(zip(map(tuple, self.keys.tolist()), self.weights.tolist()))
+
+    def total(self) -> int:
+        """Sum of all weights (the size of a multiset), checked."""
+        out = np.empty(1, dtype=np.int64)
+        if wk.segment_sum_into(self.weights, np.zeros(1, dtype=np.int64), out) >= 0:
+            raise WeightOverflowError("sum of all weights does not fit in int64")
+        return int(out[0]) if len(self) else 0
+
+    def check(self) -> None:
+        """Assert the invariants (sorted unique rows, non-zero int64 weights, read-only)."""
+        assert self.keys.dtype == np.int64 and self.weights.dtype == np.int64
+        assert self.keys.ndim == 2 and self.weights.shape == (self.keys.shape[0],)
+        assert is_sorted_unique(self.keys), "rows not sorted and unique"
+        assert np.all(self.weights != 0), "zero weight present"
+        assert not self.keys.flags.writeable and not self.weights.flags.writeable
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ZSet):
+            return NotImplemented
+        return (self.keys.shape == other.keys.shape and np.array_equal(self.keys, other.keys)
+                and np.array_equal(self.weights, other.weights))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        items = self.to_rows()
+        body = ", ".join(f"{k}: {w}" for k, w in items[:8])
+        more = f", ... {len(items) - 8} more" if len(items) > 8 else ""
+        return f"ZSet(arity={self.arity}, {{{body}{more}}})"
+
+    # ---------------------------------------------------------------- the group
+    def _same_arity(self, other: ZSet, op: str) -> None:
+        if not isinstance(other, ZSet):
+            raise TypeError(f"cannot {op} ZSet and {type(other).__name__}")
+        if other.arity != self.arity:
+            raise ArityMismatchError(f"{op} of Z-sets", self.arity, other.arity,
+                                     f"left has {self.arity} columns, right has {other.arity}")
+
+    def plus(self, other: ZSet) -> ZSet:
+        """``a + b``: add weights row by row (checked), dropping zeros."""
+        self._same_arity(other, "plus")
+        if other.is_empty():
+            return self
+        if self.is_empty():
+            return other
+        return ZSet(*consolidate(np.concatenate([self.keys, other.keys]),
+                                 np.concatenate([self.weights, other.weights])))
+
+    def negate(self) -> ZSet:
+        """``-a``: every weight negated (checked: -INT64_MIN does not fit)."""
+        out = np.empty_like(self.weights)
+        bad = wk.negate_into(self.weights, out)
+        if bad >= 0:
+            raise WeightOverflowError(f"weight {int(self.weights[bad])} cannot be negated in int64 (row {bad})")
+        return ZSet(self.keys, out)
+
+    def minus(self, other: ZSet) -> ZSet:
+        """``a - b = a + (-b)``."""
+        self._same_arity(other, "minus")
+        return self.plus(other.negate())
+
+    def scale(self, c: int) -> ZSet:
+        """``c * a``: every weight times the integer ``c`` (checked)."""
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)):
+            raise InputError(f"scale factor must be an integer, got {c!r}")
+        if c == 0:
+            return ZSet.empty(self.arity)
+        if not _I64_MIN <= int(c) <= _I64_MAX:
+            raise WeightOverflowError(f"scale factor {int(c)} does not fit in int64")
+        out = np.empty_like(self.weights)
+        bad = wk.scale_into(self.weights, np.int64(c), out)
+        if bad >= 0:
+            raise_overflow("*", self.weights[bad], c, bad)
+        return ZSet(self.keys, out)
+
+    __add__ = plus
+    __sub__ = minus
+    __neg__ = negate
+
+    def __mul__(self, c: int) -> ZSet:
+        return self.scale(c)
+
+    __rmul__ = __mul__
+
+    # ---------------------------------------------------------------- relational
+    def filter(self, predicate: Callable, rowwise: bool = False) -> ZSet:
+        """Keep the rows where ``predicate`` holds. Linear: ``filter(a + b) = filter(a) + filter(b)``.
+
+        ``predicate`` gets the whole read-only ``keys`` matrix and returns a boolean mask;
+        with ``rowwise=True`` it gets one row tuple of Python ints and returns a bool.
+
+        >>> z = ZSet.from_dict({(0, 0): 1, (1, 0): 2, (2, 1): -3})
+        >>> z.filter(lambda k: k[:, 0] >= 1).to_dict()
+        {(1, 0): 2, (2, 1): -3}
+        """
+        if rowwise:
+            mask = np.fromiter((bool(predicate(r)) for r in map(tuple, self.keys.tolist())),
+                               dtype=bool, count=len(self))
+        else:
+            mask = np.asarray(predicate(self.keys), dtype=bool).reshape(-1)
+            if mask.shape[0] != len(self):
+                raise InputError(f"filter predicate returned {mask.shape[0]} flags for {len(self)} rows")
+        return ZSet(self.keys[mask], self.weights[mask])
+
+    def map(self, fn: Callable, rowwise: bool = False, arity: int | None = None) -> ZSet:
+        """Transform every row; weights of rows that collide add up. Linear.
+
+        ``fn`` gets the ``keys`` matrix and returns a new ``(n, k')`` integer matrix (a 1-d
+        result is one column); with ``rowwise=True`` it maps one row tuple to another.
+
+        >>> ZSet.from_rows([(1, 2), (1, 3)]).map(lambda k: k[:, :1]).to_dict()
+        {(1,): 2}
+        """
+        if rowwise:
+            rows = [tuple(fn(r)) for r in map(tuple, self.keys.tolist())]
+            if not rows:
+                return ZSet.empty(self.arity if arity is None else arity)
+            return ZSet.from_rows(rows, self.weights, arity=arity)
+        new = np.asarray(fn(self.keys))
+        if new.ndim == 1:
+            new = new.reshape(-1, 1)
+        if new.shape[0] != len(self):
+            raise InputError(f"map function returned {new.shape[0]} rows for {len(self)} input rows")
+        return ZSet.from_arrays(new, self.weights, arity=arity)
+
+    def select(self, columns: Iterable[int]) -> ZSet:
+        """Project onto ``columns`` (in that order), adding the weights of collisions."""
+        cols = list(columns)
+        return ZSet.from_arrays(self.keys[:, cols], self.weights, arity=len(cols))
+
+    def distinct(self) -> ZSet:
+        """Rows with positive weight, each with weight 1 (DBSP's ``distinct``).
+
+        >>> ZSet.from_dict({(0,): 1, (1,): 2, (2,): -1}).distinct().to_dict()
+        {(0,): 1, (1,): 1}
+        """
+        keep = self.weights > 0
+        return ZSet(self.keys[keep], np.ones(int(keep.sum()), dtype=np.int64))
+
+    def positive(self) -> ZSet:
+        """Rows with positive weight, weights kept."""
+        keep = self.weights > 0
+        return ZSet(self.keys[keep], self.weights[keep])
+
+    def index_with(self, key_columns: Iterable[int]):
+        """Group by ``key_columns``: an ``IndexedZSet`` whose rows are (key, whole row)."""
+        from wcoj.indexed import IndexedZSet
+
+        return IndexedZSet.from_zset(self, list(key_columns))
+
+    def weight_of(self, row: Iterable[int]) -> int:
+        """The weight of one row (0 when absent). O(log n) per call."""
+        row = tuple(row)
+        if len(row) != self.arity:
+            raise ArityMismatchError(f"row {row}", self.arity, len(row))
+        if not len(self):
+            return 0
+        lo, hi = 0, len(self)
+        for j, v in enumerate(row):
+            col = self.keys[lo:hi, j]
+            lo, hi = lo + int(np.searchsorted(col, v, "left")), lo + int(np.searchsorted(col, v, "right"))
+            if lo >= hi:
+                return 0
+        return int(self.weights[lo])
