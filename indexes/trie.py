@@ -1,0 +1,189 @@
+"""Tries over consolidated Z-sets, and views that sum several tries.
+
+A ``Trie`` stores a consolidated Z-set sorted in its column order level by level (CSR
+style): the distinct values of each level, offsets into the next level, weights on the
+leaves. A prefix lookup is a binary search per level; a proposal is a slice.
+
+A ``TrieView`` is a sum of tries (the runs of a log-structured index, plus a tick's delta)
+and implements ``wcoj``'s ``PrefixExtender`` protocol, both the batched numpy methods and
+the fused ``trie_parts()`` path of the joins.
+
+Relies on ``wcoj`` (Z-sets, the protocol, the search kernel). Used by ``indexes.index``.
+
+>>> t = Trie.from_zset(ZSet.from_rows([(1, 2), (1, 3), (2, 3)]))
+>>> [v.tolist() for v in t.values], [o.tolist() for o in t.offsets]
+([[1, 2], [2, 3, 3]], [[0, 2, 3]])
+>>> v = TrieView([t])
+>>> v.propose(np.array([[1], [2], [5]]))[1].tolist()
+[2, 3, 3]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from wcoj.errors import ArityMismatchError
+from wcoj.extenders import TrieArrays, descend
+from wcoj.kernels.intersect import find_in_ranges
+from wcoj.zset import ZSet
+
+__all__ = ["Trie", "TrieView"]
+
+I64 = npt.NDArray[np.int64]
+
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    a.flags.writeable = False
+    return a
+
+
+class Trie:
+    """A consolidated Z-set stored level by level.
+
+    Build with ``Trie.from_zset(z)``: ``z``'s rows must already be in the trie's column
+    order (they are sorted lexicographically, which is what the levels need).
+    """
+
+    __slots__ = ("values", "offsets", "weights", "arity", "n_rows", "arrays")
+
+    def __init__(self, values: list[I64], offsets: list[I64], weights: I64, arity: int):
+        self.values = tuple(_ro(v) for v in values)
+        self.offsets = tuple(_ro(o) for o in offsets)
+        self.weights = _ro(weights)
+        self.arity = arity
+        self.n_rows = int(self.weights.shape[0])
+        self.arrays = TrieArrays(self.values, self.offsets, self.weights)
+
+    @classmethod
+    def from_zset(cls, z: ZSet) -> Trie:
+        """Levels of ``z`` (consolidated, so sorted). Complexity: O(n * arity)."""
+        keys, n, r = z.keys, len(z), z.arity
+        if r == 0:
+            raise ArityMismatchError("trie", 1, 0, "a trie needs at least one column")
+        change = np.zeros(max(n - 1, 0), dtype=bool)
+        starts = []
+        for j in range(r):
+            if j < r - 1:
+                change |= keys[1:, j] != keys[:-1, j]
+                starts.append(np.flatnonzero(np.concatenate(([True], change))) if n else
+                              np.zeros(0, dtype=np.int64))
+            else:
+                starts.append(np.arange(n, dtype=np.int64))
+        values = [keys[s, j] for j, s in enumerate(starts)]
+        offsets = [np.append(np.searchsorted(starts[j + 1], starts[j]), len(starts[j + 1]))
+                   for j in range(r - 1)]
+        return cls(values, offsets, z.weights, r)
+
+    @classmethod
+    def empty(cls, arity: int) -> Trie:
+        return cls.from_zset(ZSet.empty(arity))
+
+    def to_zset(self) -> ZSet:
+        """The rows again (sorted in the trie's column order)."""
+        cols = [self.values[-1]]
+        idx = np.arange(self.n_rows, dtype=np.int64)
+        for j in range(self.arity - 2, -1, -1):
+            # parent of each child position at level j+1
+            parent = np.repeat(np.arange(len(self.values[j])), np.diff(self.offsets[j]))
+            idx = parent[idx]
+            cols.append(self.values[j][idx])
+        keys = np.stack(cols[::-1], axis=1) if cols else np.zeros((0, 0), dtype=np.int64)
+        return ZSet(np.ascontiguousarray(keys, dtype=np.int64), self.weights.copy())
+
+    def __len__(self) -> int:
+        return self.n_rows
+
+    def nbytes(self) -> int:
+        """Bytes held by the arrays."""
+        return int(sum(v.nbytes for v in self.values) + sum(o.nbytes for o in self.offsets)
+                   + self.weights.nbytes)
+
+    def __repr__(self) -> str:
+        return f"Trie(arity={self.arity}, rows={self.n_rows})"
+
+    def descend(self, prefix: I64) -> tuple[I64, I64]:
+        """Ranges ``[lo, hi)`` at level ``d`` under each row of ``prefix`` (``int64[n, d]``)."""
+        return descend(self.arrays, np.ascontiguousarray(prefix, dtype=np.int64))
+
+
+class TrieView:
+    """A sum of tries with the same arity and column order: one view of an index.
+
+    Implements ``wcoj.extenders.PrefixExtender``. ``count`` is an upper bound (values in
+    several parts count once per part); ``propose`` merges parts and drops duplicates.
+    Intermediate levels carry no weight: a prefix whose rows cancel across parts may still
+    be proposed; its weight, summed at the last column, is then 0.
+    """
+
+    __slots__ = ("parts", "arity")
+
+    def __init__(self, parts: list[Trie], arity: int | None = None):
+        self.parts = [p for p in parts if p.n_rows]
+        self.arity = parts[0].arity if parts else int(arity or 0)
+        if arity is not None and parts and parts[0].arity != arity:
+            raise ArityMismatchError("trie view", arity, parts[0].arity)
+
+    def __repr__(self) -> str:
+        return f"TrieView(arity={self.arity}, parts={[p.n_rows for p in self.parts]})"
+
+    def __len__(self) -> int:
+        """Rows summed over parts (an upper bound on distinct rows)."""
+        return sum(p.n_rows for p in self.parts)
+
+    def trie_parts(self) -> list[TrieArrays]:
+        """The parts as plain arrays, for the fused join kernels."""
+        return [p.arrays for p in self.parts]
+
+    def count(self, prefix: I64) -> I64:
+        prefix = np.ascontiguousarray(prefix, dtype=np.int64)
+        total = np.zeros(prefix.shape[0], dtype=np.int64)
+        for p in self.parts:
+            lo, hi = p.descend(prefix)
+            total += hi - lo
+        return total
+
+    def propose(self, prefix: I64) -> tuple[I64, I64]:
+        prefix = np.ascontiguousarray(prefix, dtype=np.int64)
+        d = prefix.shape[1]
+        rows, vals = [], []
+        for p in self.parts:
+            lo, hi = p.descend(prefix)
+            cnt = hi - lo
+            r = np.repeat(np.arange(prefix.shape[0], dtype=np.int64), cnt)
+            start = np.repeat(lo - (np.cumsum(cnt) - cnt), cnt)
+            rows.append(r)
+            vals.append(p.values[d][start + np.arange(r.shape[0], dtype=np.int64)])
+        if not rows:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        z = ZSet.from_arrays(np.stack([np.concatenate(rows), np.concatenate(vals)], axis=1))
+        return np.ascontiguousarray(z.keys[:, 0]), np.ascontiguousarray(z.keys[:, 1])
+
+    def intersect(self, prefix: I64, candidates: I64) -> npt.NDArray[np.bool_]:
+        prefix = np.ascontiguousarray(prefix, dtype=np.int64)
+        candidates = np.ascontiguousarray(candidates, dtype=np.int64)
+        d = prefix.shape[1]
+        mask = np.zeros(prefix.shape[0], dtype=bool)
+        pos = np.empty(prefix.shape[0], dtype=np.int64)
+        for p in self.parts:
+            lo, hi = p.descend(prefix)
+            find_in_ranges(p.values[d], lo, hi, candidates, pos)
+            mask |= pos >= 0
+        return mask
+
+    def weight(self, rows: I64) -> I64:
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        total = np.zeros(rows.shape[0], dtype=np.int64)
+        for p in self.parts:
+            lo, hi = p.descend(rows)
+            total += np.where(hi > lo, p.weights[np.minimum(lo, max(p.n_rows - 1, 0))], 0)
+        return total
+
+    def to_zset(self) -> ZSet:
+        """The consolidated sum of the parts (in this view's column order)."""
+        if not self.parts:
+            return ZSet.empty(self.arity)
+        zs = [p.to_zset() for p in self.parts]
+        return ZSet.from_arrays(np.concatenate([z.keys for z in zs]),
+                                np.concatenate([z.weights for z in zs]), arity=self.arity)

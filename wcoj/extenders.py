@@ -1,0 +1,118 @@
+"""The PrefixExtender protocol: what Generic Join needs from an atom's storage.
+
+An extender stores the rows of one atom in the order its variables are bound. The joins
+call it over whole frontiers: ``prefix`` is ``int64[n, d]``, the values of the atom's first
+``d`` columns for ``n`` frontier rows, and the methods answer for all rows at once.
+
+Two ways to be an extender:
+
+* implement ``count`` / ``propose`` / ``intersect`` / ``weight`` (any storage, evaluated
+  with numpy between levels), or
+* also expose ``trie_parts()``: the view as a sum of tries (``TrieArrays``: per level a
+  sorted ``values`` array and CSR ``offsets`` into the next level, leaf ``weights``). The
+  joins then fuse every atom of a level into one jitted call (``extend_level``).
+
+``wcoj`` never imports ``indexes``; ``indexes.trie.TrieView`` implements this protocol.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["PrefixExtender", "TrieArrays", "IncrementalSource", "descend"]
+
+I64 = npt.NDArray[np.int64]
+
+
+class TrieArrays(NamedTuple):
+    """One trie as plain arrays.
+
+    ``values[j]`` holds level ``j``'s values, sorted within each parent's range;
+    ``offsets[j]`` (for ``j < arity - 1``) has ``len(values[j]) + 1`` entries, and the
+    children of node ``p`` at level ``j`` are ``values[j + 1][offsets[j][p]:offsets[j][p + 1]]``;
+    ``weights`` is aligned with ``values[-1]``.
+    """
+
+    values: tuple[I64, ...]
+    offsets: tuple[I64, ...]
+    weights: I64
+
+
+@runtime_checkable
+class PrefixExtender(Protocol):
+    """One atom's rows, in binding order, answering batched prefix questions."""
+
+    @property
+    def arity(self) -> int:
+        """Number of columns."""
+        ...
+
+    def count(self, prefix: I64) -> I64:
+        """Per row of ``prefix`` (``int64[n, d]``), an upper bound on the candidates for column ``d``."""
+        ...
+
+    def propose(self, prefix: I64) -> tuple[I64, I64]:
+        """All candidates for column ``d``: ``(row, value)`` pairs, by row then value, unique."""
+        ...
+
+    def intersect(self, prefix: I64, candidates: I64) -> npt.NDArray[np.bool_]:
+        """Mask: is ``candidates[i]`` a value of column ``d`` under ``prefix[i]``?"""
+        ...
+
+    def weight(self, rows: I64) -> I64:
+        """Weights of complete rows (``int64[n, arity]``), 0 where absent."""
+        ...
+
+
+@runtime_checkable
+class IncrementalSource(Protocol):
+    """A relation that serves the three views of a tick in any column order.
+
+    ``view(kind, columns)`` returns a ``PrefixExtender`` over the relation's columns taken
+    in the order ``columns`` (a permutation), where ``kind`` is ``"prev"`` (z^-1 of the
+    integral: the state before this tick), ``"delta"`` (this tick's change) or ``"curr"``
+    (``prev + delta``). In the delta rule, atom *i*'s term sees ``curr`` for atoms before
+    it and ``prev`` for atoms after it.
+    """
+
+    @property
+    def arity(self) -> int:
+        ...
+
+    def view(self, kind: str, columns: tuple[int, ...]) -> PrefixExtender:
+        ...
+
+    def delta_is_empty(self) -> bool:
+        ...
+
+
+def descend(trie: TrieArrays, prefix: I64) -> tuple[I64, I64]:
+    """Ranges ``[lo, hi)`` of level ``d`` under each row of ``prefix`` (``int64[n, d]``).
+
+    An absent prefix gets an empty range; ``d`` may equal the arity, then the range is
+    the leaf itself (length 1) or empty.
+
+    >>> t = TrieArrays((np.array([1, 2]), np.array([2, 3, 3])), (np.array([0, 2, 3]),), np.ones(3, np.int64))
+    >>> [a.tolist() for a in descend(t, np.array([[1], [2], [7]]))]
+    [[0, 2, 0], [2, 3, 0]]
+    """
+    from wcoj.kernels.intersect import find_in_ranges
+
+    n, d = prefix.shape
+    arity = len(trie.values)
+    lo = np.zeros(n, dtype=np.int64)
+    hi = np.full(n, len(trie.values[0]), dtype=np.int64)
+    pos = np.empty(n, dtype=np.int64)
+    for j in range(d):
+        find_in_ranges(trie.values[j], lo, hi, np.ascontiguousarray(prefix[:, j], dtype=np.int64), pos)
+        found = pos >= 0
+        p = np.where(found, pos, 0)
+        if j < arity - 1:
+            lo = np.where(found, trie.offsets[j][p], 0)
+            hi = np.where(found, trie.offsets[j][p + 1], 0)
+        else:
+            lo, hi = p, np.where(found, p + 1, 0)
+    return lo, hi

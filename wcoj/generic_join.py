@@ -1,0 +1,447 @@
+"""Generic Join, breadth first over whole frontiers, and its incremental form.
+
+``generic_join`` evaluates a conjunctive query ``A1 ⋈ ... ⋈ An`` one variable per level
+(Ngo, Porat, Ré, Rudra; "Generic Join", Alg. 2): the frontier of all prefixes of a level is
+extended in one jitted call that intersects the candidates of every atom containing the
+variable, the smallest proposing, galloping through the others. Intermediate levels carry
+no weight; an atom's weight multiplies in at its last variable. The frontier is processed
+in slices of bounded size, depth first across slices, so a huge output (a hub edge closing
+millions of triangles) streams instead of exhausting memory.
+
+``IncrementalGenericJoin`` maintains the query under changes with the telescoping delta
+rule (DESIGN.md, "The incremental join, exactly")::
+
+    ΔQ = Σ_i  A1' ⋈ ... ⋈ A(i-1)' ⋈ ΔAi ⋈ A(i+1) ⋈ ... ⋈ An
+
+where ``X'`` is the ``curr`` view and ``X`` the ``prev`` view. Each term's variable order
+starts with its delta atom's variables, so its work is bounded by the delta.
+
+Relies on ``wcoj.extenders`` (the protocol), ``wcoj.kernels.intersect`` and
+``wcoj.kernels.weights``. Used by ``wcoj.multiway`` (the circuit operator) and by the
+graph and Datalog front ends.
+
+>>> from indexes.trie import Trie, TrieView          # doctest only: wcoj never imports indexes
+>>> E = TrieView([Trie.from_zset(ZSet.from_rows([(1, 2), (1, 3), (2, 3)]))])
+>>> tri = [Atom(E, ("a", "b")), Atom(E, ("a", "c")), Atom(E, ("b", "c"))]
+>>> generic_join(tri, ["a", "b", "c"]).to_dict()
+{(1, 2, 3): 1}
+>>> generic_join(tri, ["a", "b", "c"], count_only=True)
+1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from wcoj.errors import ArityMismatchError, QueryError, UnboundVariableError, WeightOverflowError
+from wcoj.extenders import IncrementalSource, PrefixExtender, descend
+from wcoj.kernels import weights as wk
+from wcoj.kernels.intersect import count_last_level, extend_level
+from wcoj.zset import ZSet
+
+__all__ = ["Atom", "generic_join", "IncrementalGenericJoin", "choose_order", "SLICE_ROWS"]
+
+I64 = npt.NDArray[np.int64]
+SLICE_ROWS = 1 << 21  # upper bound on candidate rows materialised per slice
+
+
+def _is_var(t: object) -> bool:
+    return isinstance(t, str)
+
+
+@dataclass(frozen=True)
+class Atom:
+    """One atom of a conjunctive query: an extender and the terms of its columns.
+
+    ``terms`` follow the extender's column order; a term is a variable name (``str``) or
+    a constant (``int``). Constants come first, then variables in the order they are bound.
+    """
+
+    extender: PrefixExtender
+    terms: tuple
+
+    def __post_init__(self) -> None:
+        if len(self.terms) != self.extender.arity:
+            raise ArityMismatchError(f"atom {self}", self.extender.arity, len(self.terms))
+        vs = [t for t in self.terms if _is_var(t)]
+        if len(set(vs)) != len(vs):
+            raise QueryError(f"variable repeated inside one atom {self}; join with an equality instead")
+        n_const = len(self.terms) - len(vs)
+        if any(_is_var(t) for t in self.terms[:n_const]):
+            raise QueryError(f"atom {self}: constants must come before variables in its column order")
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        return tuple(t for t in self.terms if _is_var(t))
+
+    @property
+    def constants(self) -> tuple[int, ...]:
+        return tuple(int(t) for t in self.terms if not _is_var(t))
+
+    def __repr__(self) -> str:
+        return f"Atom({', '.join(map(str, self.terms))})"
+
+
+# ------------------------------------------------------------------------- planning
+@dataclass
+class _Level:
+    var: str
+    atoms: list[int]                       # atoms containing var
+    parts: list[int] = field(default_factory=list)   # global part ids, grouped by atom
+    atom_start: I64 | None = None
+    depth: list[int] = field(default_factory=list)   # per participating atom: its column index
+    last: list[bool] = field(default_factory=list)   # per participating atom: last column?
+
+
+def _plan(atoms: Sequence[Atom], order: Sequence[str]) -> list[_Level]:
+    pos = {v: i for i, v in enumerate(order)}
+    if len(pos) != len(order):
+        raise QueryError(f"variable order {list(order)} repeats a variable")
+    for a in atoms:
+        missing = [v for v in a.variables if v not in pos]
+        if missing:
+            raise UnboundVariableError(a, missing, "not in the variable order")
+        levels = [pos[v] for v in a.variables]
+        if levels != sorted(levels):
+            raise QueryError(f"{a}: its columns must follow the variable order {list(order)}")
+    plan = []
+    for v in order:
+        inv = [i for i, a in enumerate(atoms) if v in a.variables]
+        if not inv:
+            raise UnboundVariableError(list(order), [v], "no atom binds it")
+        lv = _Level(v, inv)
+        for i in inv:
+            a = atoms[i]
+            col = a.terms.index(v)
+            lv.depth.append(col)
+            lv.last.append(col == len(a.terms) - 1)
+        plan.append(lv)
+    return plan
+
+
+def choose_order(atoms: Sequence[Sequence[str]], start: Sequence[str] = (),
+                 sizes: Sequence[float] | None = None) -> list[str]:
+    """A variable order: ``start`` first, then greedily the variable most connected to the bound ones.
+
+    Ties go to the variable in the most atoms, then to the smaller estimated atom size
+    (``sizes``), then to the name. ``atoms`` are the variable lists of the atoms.
+
+    >>> choose_order([("a", "b"), ("a", "c"), ("b", "c")], start=("b", "c"))
+    ['b', 'c', 'a']
+    """
+    order = list(start)
+    allv = sorted({v for a in atoms for v in a})
+    sizes = sizes or [1.0] * len(atoms)
+    while len(order) < len(allv):
+        bound = set(order)
+
+        def score(v: str) -> tuple:
+            touching = [i for i, a in enumerate(atoms) if v in a]
+            linked = sum(1 for i in touching if bound & set(atoms[i]))
+            smallest = min(sizes[i] for i in touching)
+            return (-linked, -len(touching), smallest, v)
+
+        order.append(min((v for v in allv if v not in bound), key=score))
+    return order
+
+
+# ------------------------------------------------------------------------- evaluation
+def _checked_mul(a: I64, b: I64) -> I64:
+    out = np.empty_like(a)
+    bad = wk.multiply_into(a, b, out)
+    if bad >= 0:
+        raise WeightOverflowError(f"weight {int(a[bad])} * {int(b[bad])} does not fit in int64 (row {bad})")
+    return out
+
+
+def _checked_total(arr: I64) -> int:
+    """Sum of an int64 array as a Python int, refusing overflow."""
+    arr = np.ascontiguousarray(arr, dtype=np.int64)
+    if arr.shape[0] == 0:
+        return 0
+    out = np.empty(1, dtype=np.int64)
+    if wk.segment_sum_into(arr, np.zeros(1, dtype=np.int64), out) >= 0:
+        raise WeightOverflowError("the total weight of the result does not fit in int64")
+    return int(out[0])
+
+
+def _checked_sum(parts: list[I64]) -> I64:
+    acc = parts[0]
+    for p in parts[1:]:
+        out = np.empty_like(acc)
+        bad = wk.add_into(acc, p, out)
+        if bad >= 0:
+            raise WeightOverflowError(f"weight {int(acc[bad])} + {int(p[bad])} does not fit in int64 (row {bad})")
+        acc = out
+    return acc
+
+
+class _TrieRun:
+    """Fused evaluation when every extender exposes ``trie_parts()``."""
+
+    def __init__(self, atoms: Sequence[Atom], plan: list[_Level]):
+        self.parts = []           # TrieArrays
+        self.atom_parts = []      # per atom, its global part ids
+        for a in atoms:
+            ps = a.extender.trie_parts()
+            self.atom_parts.append(list(range(len(self.parts), len(self.parts) + len(ps))))
+            self.parts.extend(ps)
+        self.atoms, self.plan = atoms, plan
+        self.empty = any(not ps for ps in self.atom_parts)  # an atom with no rows: no result
+        for lv in plan:
+            lv.parts = [q for i in lv.atoms for q in self.atom_parts[i]]
+            lv.atom_start = np.cumsum([0] + [len(self.atom_parts[i]) for i in lv.atoms]).astype(np.int64)
+
+    def start(self) -> tuple[I64, I64, I64, I64]:
+        """One empty prefix; per part, the range under the atom's constants."""
+        P = len(self.parts)
+        lo = np.zeros((1, P), dtype=np.int64)
+        hi = np.zeros((1, P), dtype=np.int64)
+        for i, a in enumerate(self.atoms):
+            consts = np.array([a.constants], dtype=np.int64).reshape(1, -1)
+            for q in self.atom_parts[i]:
+                l, h = descend(self.parts[q], consts)
+                lo[0, q], hi[0, q] = l[0], h[0]
+        return np.zeros((1, 0), dtype=np.int64), np.ones(1, dtype=np.int64), lo, hi
+
+    def blocks(self, level: int, bound: I64, w: I64, LO: I64, HI: I64,
+               count_only: bool) -> Iterator[tuple[I64, I64] | int]:
+        lv = self.plan[level]
+        S = lv.parts
+        vals = tuple(self.parts[q].values[lv.depth[k]] for k, i in enumerate(lv.atoms)
+                     for q in self.atom_parts[i])
+        lo = np.ascontiguousarray(LO[:, S])
+        hi = np.ascontiguousarray(HI[:, S])
+        sizes = hi - lo
+        per_atom = np.add.reduceat(sizes, lv.atom_start[:-1], axis=1) if S else sizes
+        cap = per_atom.min(axis=1)
+        final = level == len(self.plan) - 1
+        if final and count_only:
+            pw = tuple(self.parts[q].weights for i in lv.atoms for q in self.atom_parts[i])
+            sums = np.empty(lo.shape[0], dtype=np.int64)
+            bad = count_last_level(vals, lo, hi, lv.atom_start, pw, w, sums)
+            if bad >= 0:
+                raise WeightOverflowError(f"the weighted count under prefix {bound[bad].tolist()} does not fit in int64")
+            yield _checked_total(sums)
+            return
+        csum = np.cumsum(cap)
+        start = 0
+        n = lo.shape[0]
+        while start < n:
+            base = csum[start - 1] if start else 0
+            stop = int(np.searchsorted(csum, base + SLICE_ROWS, side="right"))
+            stop = max(stop, start + 1)
+            yield from self._slice(level, lv, vals, bound[start:stop], w[start:stop], LO[start:stop],
+                                   HI[start:stop], lo[start:stop], hi[start:stop],
+                                   int(csum[stop - 1] - base), count_only)
+            start = stop
+
+    def _slice(self, level, lv, vals, bound, w, LO, HI, lo, hi, cap, count_only):
+        out_parent = np.empty(cap, dtype=np.int64)
+        out_val = np.empty(cap, dtype=np.int64)
+        out_hit = np.empty((cap, len(lv.parts)), dtype=np.int64)
+        m = extend_level(vals, lo, hi, lv.atom_start, out_parent, out_val, out_hit)
+        parent, val, hit = out_parent[:m], out_val[:m], out_hit[:m]
+        nb = np.empty((m, bound.shape[1] + 1), dtype=np.int64)
+        nb[:, :-1] = bound[parent]
+        nb[:, -1] = val
+        nw = w[parent]
+        NLO, NHI = LO[parent], HI[parent]
+        keep = None
+        col = 0
+        for k, i in enumerate(lv.atoms):
+            d = lv.depth[k]
+            aw = []
+            for q in self.atom_parts[i]:
+                h = hit[:, col]
+                col += 1
+                found = h >= 0
+                hh = np.where(found, h, 0)
+                t = self.parts[q]
+                if lv.last[k]:
+                    aw.append(np.where(found, t.weights[hh] if len(t.weights) else 0, 0))
+                else:
+                    off = t.offsets[d]
+                    NLO[:, q] = np.where(found, off[hh], 0)
+                    NHI[:, q] = np.where(found, off[hh + 1], 0)
+            if lv.last[k]:
+                s = _checked_sum(aw)
+                nw = _checked_mul(nw, s)
+                keep = (s != 0) if keep is None else keep & (s != 0)
+        if keep is not None and not keep.all():
+            nb, nw, NLO, NHI = nb[keep], nw[keep], NLO[keep], NHI[keep]
+        if level == len(self.plan) - 1:
+            yield nb, nw
+        else:
+            yield from self.blocks(level + 1, nb, nw, NLO, NHI, count_only)
+
+
+def _generic_blocks(atoms: Sequence[Atom], plan: list[_Level], count_only: bool):
+    """Evaluation through the batched protocol methods only (any extender)."""
+    bound = np.zeros((1, 0), dtype=np.int64)
+    w = np.ones(1, dtype=np.int64)
+    for level, lv in enumerate(plan):
+        n = bound.shape[0]
+        if n == 0:
+            break
+        prefixes = []
+        for k, i in enumerate(lv.atoms):
+            a = atoms[i]
+            cols = [np.full(n, c, dtype=np.int64) for c in a.constants]
+            cols += [bound[:, plan_index] for plan_index, v in
+                     ((j, plan[j].var) for j in range(level)) if v in a.variables]
+            prefixes.append(np.stack(cols, axis=1) if cols else np.zeros((n, 0), dtype=np.int64))
+        counts = np.stack([atoms[i].extender.count(prefixes[k]) for k, i in enumerate(lv.atoms)], axis=1)
+        proposer = counts.argmin(axis=1)
+        rows, vals = [], []
+        for k, i in enumerate(lv.atoms):
+            sel = np.flatnonzero(proposer == k)
+            if sel.size:
+                r, v = atoms[i].extender.propose(prefixes[k][sel])
+                rows.append(sel[r])
+                vals.append(v)
+        if not rows:
+            bound = np.zeros((0, level + 1), dtype=np.int64)
+            w = np.zeros(0, dtype=np.int64)
+            break
+        r = np.concatenate(rows)
+        v = np.concatenate(vals)
+        order = np.lexsort((v, r))
+        r, v = r[order], v[order]
+        keep = np.ones(r.shape[0], dtype=bool)
+        for k, i in enumerate(lv.atoms):
+            keep &= atoms[i].extender.intersect(prefixes[k][r], v)
+        r, v = r[keep], v[keep]
+        bound = np.concatenate([bound[r], v.reshape(-1, 1)], axis=1)
+        w = w[r]
+        for k, i in enumerate(lv.atoms):
+            if lv.last[k]:
+                a = atoms[i]
+                full = [np.full(bound.shape[0], c, dtype=np.int64) for c in a.constants]
+                full += [bound[:, j] for j in range(level + 1) if plan[j].var in a.variables]
+                aw = a.extender.weight(np.stack(full, axis=1))
+                w = _checked_mul(w, aw)
+                nz = aw != 0
+                bound, w = bound[nz], w[nz]
+    if count_only:
+        yield _checked_total(w)
+    else:
+        yield bound, w
+
+
+def generic_join(atoms: Sequence[Atom], order: Sequence[str], output: Sequence[str] | None = None,
+                 count_only: bool = False, fused: bool | None = None) -> ZSet | int:
+    """Evaluate ``A1 ⋈ ... ⋈ An`` with Generic Join in variable order ``order``.
+
+    Parameters
+    ----------
+    atoms : the atoms; each atom's variables must appear in ``order`` in its column order.
+    order : every variable, in binding order.
+    output : the variables to return (default ``order``); weights of rows that agree on
+        them add up (a multiset projection).
+    count_only : return the sum of all output weights (an ``int``) without building rows.
+    fused : force (True) or forbid (False) the fused trie kernels; default: use them when
+        every extender exposes ``trie_parts()``.
+
+    Raises
+    ------
+    QueryError, UnboundVariableError : a malformed order or atom.
+    WeightOverflowError : a weight product or sum does not fit in int64.
+    """
+    order = list(order)
+    plan = _plan(atoms, order)
+    if fused is None:
+        fused = all(hasattr(a.extender, "trie_parts") for a in atoms)
+    if not atoms:
+        raise QueryError("a join needs at least one atom")
+    if fused:
+        run = _TrieRun(atoms, plan)
+        if run.empty:
+            blocks = iter([0] if count_only else [])
+        else:
+            bound, w, lo, hi = run.start()
+            blocks = run.blocks(0, bound, w, lo, hi, count_only)
+    else:
+        blocks = _generic_blocks(atoms, plan, count_only)
+    if count_only:
+        return _checked_total(np.array(list(blocks), dtype=np.int64))
+    keys, ws = [], []
+    out_cols = [order.index(v) for v in (output if output is not None else order)]
+    for b, w in blocks:
+        keys.append(b[:, out_cols])
+        ws.append(w)
+    if not keys:
+        return ZSet.empty(len(out_cols))
+    k = np.concatenate(keys)
+    w = np.concatenate(ws)
+    return ZSet.from_arrays(k, w, arity=len(out_cols))
+
+
+# ------------------------------------------------------------------------- incremental
+class IncrementalGenericJoin:
+    """A conjunctive query over incremental sources, maintained with the telescoping delta rule.
+
+    Parameters
+    ----------
+    atoms : ``(source, terms)`` pairs; ``terms`` name the source's columns in its natural
+        order (variables as ``str``, constants as ``int``).
+    output : the variables of the result.
+    orders : optional variable order per term (term ``i`` must start with atom ``i``'s
+        variables); default from ``choose_order``.
+    """
+
+    def __init__(self, atoms: Sequence[tuple[IncrementalSource, tuple]], output: Sequence[str],
+                 orders: Sequence[Sequence[str]] | None = None, batch_order: Sequence[str] | None = None):
+        self.atoms = [(src, tuple(terms)) for src, terms in atoms]
+        for src, terms in self.atoms:
+            if len(terms) != src.arity:
+                raise ArityMismatchError(f"atom {terms}", src.arity, len(terms))
+        allv = {t for _, terms in self.atoms for t in terms if _is_var(t)}
+        missing = [v for v in output if v not in allv]
+        if missing:
+            raise UnboundVariableError(list(output), missing, "no atom binds it")
+        self.output = list(output)
+        varlists = [[t for t in terms if _is_var(t)] for _, terms in self.atoms]
+        self.orders = [list(o) for o in orders] if orders else [
+            choose_order(varlists, start=varlists[i]) for i in range(len(self.atoms))]
+        for i, o in enumerate(self.orders):
+            if set(o[: len(varlists[i])]) != set(varlists[i]):
+                raise QueryError(f"term {i}'s order {o} must start with its delta atom's variables {varlists[i]}")
+        self.batch_order = list(batch_order) if batch_order else choose_order(varlists)
+
+    def _atoms_for(self, kinds: Sequence[str], order: Sequence[str]) -> list[Atom]:
+        pos = {v: i for i, v in enumerate(order)}
+        out = []
+        for (src, terms), kind in zip(self.atoms, kinds):
+            idx = list(range(len(terms)))
+            consts = [j for j in idx if not _is_var(terms[j])]
+            vars_ = sorted((j for j in idx if _is_var(terms[j])), key=lambda j: pos[terms[j]])
+            cols = tuple(consts + vars_)
+            out.append(Atom(src.view(kind, cols), tuple(terms[j] for j in cols)))
+        return out
+
+    def batch(self, kind: str = "prev", count_only: bool = False) -> ZSet | int:
+        """The whole result over one view of every source (``prev`` by default)."""
+        atoms = self._atoms_for([kind] * len(self.atoms), self.batch_order)
+        return generic_join(atoms, self.batch_order, self.output, count_only=count_only)
+
+    def delta(self, count_only: bool = False) -> ZSet | int:
+        """ΔQ for the staged tick: one generic join per atom whose delta is not empty."""
+        n = len(self.atoms)
+        results = []
+        for i in range(n):
+            if self.atoms[i][0].delta_is_empty():
+                continue
+            kinds = ["curr"] * i + ["delta"] + ["prev"] * (n - i - 1)
+            atoms = self._atoms_for(kinds, self.orders[i])
+            results.append(generic_join(atoms, self.orders[i], self.output, count_only=count_only))
+        if count_only:
+            return _checked_total(np.array(results, dtype=np.int64))
+        out = ZSet.empty(len(self.output))
+        for r in results:
+            out = out + r
+        return out
