@@ -496,13 +496,16 @@ def free_vars(node: Any) -> frozenset[Var]:
     >>> sorted(map(str, free_vars(q.where[1]))), sorted(map(str, free_vars(q.where[1].clauses)))
     (['?a'], ['?a', '?b'])
     """
-    if isinstance(node, (Pattern, Predicate, RuleCall)):
-        return _vars(getattr(node, "terms", None) or node.args)
+    if isinstance(node, Pattern):
+        return _vars(node.terms)
+    if isinstance(node, (Predicate, RuleCall)):
+        return _vars(node.args)
     if isinstance(node, FnCall):
         return _vars(node.args) | free_vars(node.binding)
-    if isinstance(node, (NotJoin, OrJoin, Rule)):
-        return frozenset(getattr(node, "required", ())) | frozenset(
-            node.vars if not isinstance(node, Rule) else node.params)
+    if isinstance(node, (NotJoin, OrJoin)):
+        return frozenset(getattr(node, "required", ()) + node.vars)
+    if isinstance(node, Rule):
+        return frozenset(node.params)
     if isinstance(node, (Not, Or, And)):
         return _union(free_vars(c) for c in node.clauses)
     if isinstance(node, BindScalar):
@@ -528,7 +531,7 @@ def bound_vars(node: Any) -> frozenset[Var]:
     [['?a', '?b'], ['?c'], [], []]
     """
     if isinstance(node, (Pattern, RuleCall)):
-        return _vars(getattr(node, "terms", None) or node.args)
+        return free_vars(node)
     if isinstance(node, FnCall):
         return free_vars(node.binding)
     if isinstance(node, (Or, OrJoin)):
@@ -753,7 +756,7 @@ def _find_elem(x: Any) -> Any:
             if len(args) != 2:
                 raise _arity(_edn(x), 2, len(args), f"pull takes a variable and a pattern, "
                              f"got {len(args)} arguments in {_edn(x)}")
-            pattern = Var(str(args[1])) if _is_sym(args[1], "?") else parse_pull(args[1])
+            pattern = Var(str(args[1])) if _is_sym(args[1], "?") else _pull(args[1])
             return FindPull(_var(args[0], x), pattern, src)
         if name not in AGGREGATES:
             raise _fail(f"unknown aggregate {name} in {_edn(x)}; known: "
@@ -796,11 +799,12 @@ def _rule(x: Any) -> Rule:
     req = params.pop(0) if params and isinstance(params[0], list) else []
     rule = Rule(name, tuple(_var(v, head) for v in req), tuple(_var(v, head) for v in params),
                 tuple(_clause(c) for c in x[1:]))
-    _check_scope(rule.body, frozenset(rule.required))
     unbound = frozenset(rule.vars) - bound_vars(rule.body) - frozenset(rule.required)
-    if unbound:
-        raise UnboundVariableError(rule, _names(unbound),
-                                   "a rule's head variables must be bound by its body")
+    if unbound:  # bottom-up evaluation needs range-restricted rules
+        raise UnboundVariableError(rule, _names(unbound), "a rule's head variables must be "
+                                   f"bound by its body, or be declared required: ({name} "
+                                   f"[{' '.join(_names(unbound))}] ...)")
+    _check_scope(rule.body, frozenset(rule.required))
     return rule
 
 
@@ -832,7 +836,14 @@ def parse_pull(pattern: Any) -> PullPattern:
     >>> p.items[1].attr.attr, p.items[1].attr.reverse
     (':movie/cast', True)
     """
-    data = _from_python(_read(pattern))
+    data = _read(pattern)
+    if isinstance(data, list) and any(type(x) is str or (isinstance(x, dict) and any(
+            type(k) is str for k in x)) for x in data):  # Python data: ":attr" strings
+        data = _from_python(data)
+    return _pull(data)
+
+
+def _pull(data: Any) -> PullPattern:
     if not isinstance(data, list):
         raise _fail(f"a pull pattern is a vector, found {_edn(data)}")
     items: list[Any] = []
@@ -842,7 +853,7 @@ def parse_pull(pattern: Any) -> PullPattern:
         elif isinstance(x, dict):
             for k, v in x.items():
                 if isinstance(v, list):
-                    sub: Any = parse_pull(v)
+                    sub: Any = _pull(v)
                 elif v == "..." and isinstance(v, Symbol):
                     sub = PullRecursion()
                 elif type(v) is int and v >= 0:

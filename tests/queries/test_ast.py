@@ -231,6 +231,7 @@ def test_parse_pull_patterns():
     assert p.items[2] == PullAttr(":movie/cast", True, 2)
     assert p.items[2].key == ":movie/_cast"
     assert p.items[3] == PullAttr(":person/born", default=Const("?"), alias="born")
+    assert type(p.items[3].default.value) is str
     assert p.items[4] == PullJoin(PullAttr(":movie/sequel"), PullRecursion())
     assert p.items[5].pattern == PullRecursion(3)
     assert p.items[6] == PullAttr(":trivia", limit=1)
@@ -334,7 +335,8 @@ def test_rule_arity_errors_inside_the_rule_set():
 
 
 def test_rule_head_variables_must_be_bound_by_the_body():
-    with pytest.raises(UnboundVariableError, match=r"unbound variable \?c in \[\(r \?a \?c\)"):
+    with pytest.raises(UnboundVariableError, match=r"unbound variable \?c in \[\(r \?a \?c\)"
+                                                   r".*declared required: \(r \[\?c\] \.\.\.\)"):
         parse_rules("[[(r ?a ?c) [?a :e ?b]]]")
     parse_rules("[[(r [?c] ?a) [?a :e ?b] [(< ?b ?c)]]]")  # a required var comes from the call
 
