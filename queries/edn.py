@@ -53,6 +53,7 @@ __all__ = [
     "loads",
     "loads_all",
     "dumps",
+    "dumps_safe",
     "read_inst",
     "hashable",
 ]
@@ -165,10 +166,10 @@ def hashable(value: Any) -> Any:
 
 _TOKEN = re.compile(
     r"""
-     (?P<ws>[\s,]+|;[^\n]*)
+     (?P<ws>[\s,\ufeff]+|;[^\n]*)
     |(?P<open>[\[({]|\#\{)
     |(?P<disc>\#_)
-    |(?P<atom>[^\s,()\[\]{}";\\]+)
+    |(?P<atom>[^\s,\ufeff()\[\]{}";\\]+)
     |(?P<close>[\])}])
     |(?P<str>"[^"\\]*(?:\\.[^"\\]*)*")
     |(?P<badstr>")

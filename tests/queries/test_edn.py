@@ -118,6 +118,10 @@ def test_tag_readers_override_builtins():
         "1985", ("tempid", -1)]
 
 
+def test_byte_order_mark_is_whitespace():
+    assert loads("\ufeff[1 2]") == [1, 2]
+
+
 def test_loads_all_reads_every_form():
     assert loads_all("") == []
     assert loads_all(" 1 [2] ; three\n {:four 4} #_ 5") == [1, [2], {":four": 4}]
