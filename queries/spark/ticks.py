@@ -1,0 +1,251 @@
+"""Cut a change log into consolidated ticks on Spark, and replay or print them.
+
+Holds :func:`make_ticks`: rows with a time or sequence column (a temporal edge list such
+as CollegeMsg's ``src dst timestamp``) or an explicit change file (lines
+``TICK +|- SRC DST``) become ticks, by row count or by time window, optionally as a
+sliding window (each edge inserted when it arrives and deleted when it leaves the
+window); each tick is consolidated (weights summed per key, zeros dropped) and written as
+Parquet partitioned by tick (``ticks/tick=N/``). :func:`replay_ticks` (re-exported from
+:mod:`queries.spark.loaders`, no Spark needed) yields them in tick order as numpy arrays,
+and :func:`ticks_to_changes` writes them back in the text change format. Relies on
+pyspark, :mod:`queries.spark.readers`, :mod:`queries.spark.dictionary`,
+:mod:`queries.spark.loaders` and :mod:`queries.spark.textio`. Used by the
+``wcoj spark ticks`` command, ``wcoj stream`` (replay) and tests.
+
+Tick of a change at position ``u`` (its rank in arrival order when ``by="count"``, its
+time when ``by="time"``), with ``u0`` the first position::
+
+    insert at  floor((u - u0) / size)
+    delete at  floor((u + window - u0) / size)     (sliding window only)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from queries.spark.dictionary import dense_rank, encode, grow_dictionary
+from queries.spark.ingest import (
+    Progress,
+    _manifest,
+    _say,
+    _wrap_spark_errors,
+    _write_dictionary,
+    read_dictionary,
+)
+from queries.spark.loaders import load_dictionary, replay_ticks, staged_output, write_manifest
+from queries.spark.readers import (
+    check_malformed,
+    check_paths,
+    detect_format,
+    read_records,
+    typed_id,
+    typed_int,
+    typed_op,
+)
+from queries.spark.textio import write_changes
+from wcoj.errors import InputError
+
+__all__ = ["make_ticks", "replay_ticks", "ticks_to_changes"]
+
+
+def _read_changes(spark: SparkSession, paths: list[str], fmt: str, source: str,
+                  time_column: str | None, header: bool, delimiter: str | None,
+                  node_type: str) -> tuple[Any, list]:
+    if source == "changes":
+        names = ["tick", "op", "src", "dst"]
+        records, types = read_records(spark, paths, fmt, names, names, header=header,
+                                      delimiter=delimiter)
+        pos, pos_err = typed_int("tick", types["tick"])
+        w, w_err = typed_op("op", types["op"])
+    elif source == "edges":
+        names = ["src", "dst"] + ([time_column] if time_column else [])
+        records, types = read_records(spark, paths, fmt, names, names, header=header,
+                                      delimiter=delimiter)
+        pos, pos_err = typed_int(time_column, types[time_column]) if time_column else (
+            F.lit(0).cast("bigint"), None)
+        w, w_err = F.lit(1).cast("bigint"), None
+    else:
+        raise InputError(f"unknown source {source!r}; expected 'edges' or 'changes'")
+    s_tag, s_val, s_err = typed_id("src", types["src"], node_type)
+    d_tag, d_val, d_err = typed_id("dst", types["dst"], node_type)
+    errors = [c for c in (pos_err, w_err, s_err, d_err) if c is not None]
+    rows = records.select(
+        "_file", "_line", "_text", F.coalesce(*errors).alias("_error"), pos.alias("pos"),
+        w.alias("w"), s_tag.alias("st"), s_val.alias("sv"), d_tag.alias("dt"),
+        d_val.alias("dv"),
+    )
+    return rows, names
+
+
+def make_ticks(
+    spark: SparkSession,
+    inputs: Sequence[str | os.PathLike],
+    out: str | os.PathLike,
+    *,
+    source: str = "edges",
+    by: str = "count",
+    size: int = 1000,
+    window: int | None = None,
+    time_column: str | None = "time",
+    fmt: str | None = None,
+    header: bool = False,
+    delimiter: str | None = None,
+    node_type: str = "long",
+    intern: bool = True,
+    directed: bool = False,
+    dictionary: str | os.PathLike | None = None,
+    strict: bool = False,
+    overwrite: bool = False,
+    progress: Progress = None,
+) -> dict[str, Any]:
+    """Turn a change log into consolidated ticks written as ``out/ticks/tick=N/``.
+
+    Parameters
+    ----------
+    spark : SparkSession
+    inputs : sequence of path-like
+        Text, CSV or Parquet files of one format.
+    out : path-like
+        Output directory (``ticks/``, ``dictionary/node/`` when interning,
+        ``manifest.json``); must not exist unless ``overwrite``.
+    source : {"edges", "changes"}
+        ``edges``: rows ``src dst [time ...]`` (text: the third field is the time), each
+        an insertion; ``changes``: rows ``TICK +|- SRC DST`` whose tick is given (``by``,
+        ``size`` and ``window`` are then ignored).
+    by : {"count", "time"}
+        Cut every ``size`` rows in arrival order (time, then file and line), or every
+        ``size`` time units from the first time.
+    size : int
+        Tick width in rows or time units.
+    window : int, optional
+        Sliding window length in the same units: each edge is deleted again at the tick
+        of ``u + window`` (an insert and delete in one tick cancel).
+    time_column : str or None
+        Name of the time column (header or Parquet); None: arrival order is file order.
+    node_type : {"long", "auto", "string"}
+        How node labels are typed (see :func:`queries.spark.ingest.ingest_edges`).
+    intern : bool
+        Map labels to dense ids through a (growable) node dictionary; otherwise labels
+        must be integers and are kept as they are.
+    directed : bool
+        Keep direction; default canonical undirected ``(min, max)``, self-loops dropped.
+    dictionary : path-like, optional
+        A previous ingest or ticks output whose node dictionary is reused and grown.
+    strict, overwrite, progress
+        As in :func:`queries.spark.ingest.ingest_edges`.
+
+    Returns
+    -------
+    dict
+        The manifest (``ticks``: number of non-empty ticks, ``first_tick``,
+        ``last_tick``, ``changes``: consolidated rows, ...).
+    """
+    if size < 1 or (window is not None and window < 1):
+        raise InputError(f"size and window must be positive, got size={size}, window={window}")
+    if by not in ("count", "time"):
+        raise InputError(f"unknown by={by!r}; expected 'count' or 'time'")
+    if not intern and node_type != "long":
+        raise InputError("without interning node labels must be integers (node_type='long')")
+    paths = check_paths(inputs)
+    fmt = fmt or detect_format(paths)
+    if source == "edges" and by == "time" and not time_column:
+        raise InputError("by='time' needs a time column")
+    with staged_output(out, overwrite) as stage, _wrap_spark_errors("cutting ticks from", paths):
+        _say(progress, f"reading {len(paths)} change input(s) as {fmt}")
+        rows, _ = _read_changes(spark, paths, fmt, source, time_column, header, delimiter,
+                                node_type)
+        bad = check_malformed(rows, strict, what="change line")
+        good = rows.filter(F.col("_error").isNull()).drop("_text", "_error")
+        good = good.localCheckpoint(eager=True)
+        n_read = good.count()
+        if n_read == 0:
+            raise InputError(f"no changes in {paths}" + (f"; e.g. {bad.examples[0]}"
+                                                          if bad.examples else ""))
+        u0 = 0
+        if source == "changes":
+            changes = good.withColumnRenamed("pos", "tick")
+        else:
+            if by == "count":
+                good = dense_rank(good, [F.col("pos"), F.col("_file"), F.col("_line")])
+                good = good.withColumn("pos", F.col("_rank")).drop("_rank")
+            u0 = int(good.agg(F.min("pos")).first()[0])
+            ins = good.withColumn("tick", F.floor((F.col("pos") - u0) / size).cast("bigint"))
+            changes = ins
+            if window is not None:
+                dels = good.withColumn("w", -F.col("w")).withColumn(
+                    "tick", F.floor((F.col("pos") + window - u0) / size).cast("bigint"))
+                changes = ins.unionByName(dels)
+        changes = changes.select("tick", "w", "st", "sv", "dt", "dv")
+        n_nodes = n_new = None
+        if intern:
+            _say(progress, f"read {n_read} changes ({bad.count} malformed skipped); interning")
+            nodes = changes.select(F.col("st").alias("type"), F.col("sv").alias("value")
+                                   ).unionByName(changes.select(F.col("dt").alias("type"),
+                                                                F.col("dv").alias("value")))
+            full, n_new = grow_dictionary(nodes, read_dictionary(spark, dictionary, "node"))
+            n_nodes = _write_dictionary(full, stage / "dictionary" / "node")
+            full = spark.read.parquet(str(stage / "dictionary" / "node"))
+            keyed = encode(encode(changes, full, "st", "sv", "src"), full, "dt", "dv", "dst")
+        else:
+            keyed = changes.select("tick", "w", F.col("sv").cast("bigint").alias("src"),
+                                   F.col("dv").cast("bigint").alias("dst"))
+        if not directed:
+            keyed = keyed.select("tick", "w", F.least("src", "dst").alias("src"),
+                                 F.greatest("src", "dst").alias("dst"))
+            keyed = keyed.filter(F.col("src") != F.col("dst"))
+        zset = (keyed.groupBy("tick", "src", "dst").agg(F.sum("w").alias("weight"))
+                .filter(F.col("weight") != 0).localCheckpoint(eager=True))
+        stats = zset.agg(F.count(F.lit(1)), F.countDistinct("tick"), F.min("tick"),
+                         F.max("tick")).first()
+        _say(progress, f"writing {stats[0]} consolidated changes in {stats[1]} ticks")
+        (zset.repartition("tick").sortWithinPartitions("tick", "src", "dst")
+         .write.partitionBy("tick").mode("error").parquet(str(stage / "ticks")))
+        manifest = _manifest(
+            "ticks", paths, format=fmt, source=source, by=by, size=size, window=window,
+            time_column=time_column, start=u0, interned=intern, directed=directed,
+            dictionary_from=str(dictionary or ""), columns=["src", "dst", "weight"],
+            counts={"change_lines": n_read, "malformed_lines": bad.count,
+                    "changes": int(stats[0]), "ticks": int(stats[1]), "nodes": n_nodes,
+                    "new_nodes": n_new},
+            first_tick=stats[2], last_tick=stats[3], malformed_examples=bad.examples,
+        )
+        write_manifest(stage, manifest)
+    _say(progress, f"wrote {out}: {manifest['counts']['ticks']} ticks")
+    return manifest
+
+
+def ticks_to_changes(ticks: str | os.PathLike, path: str | os.PathLike,
+                     labels: bool = False) -> int:
+    """Write the ticks of a ticks directory as lines ``TICK +|- SRC DST``.
+
+    Parameters
+    ----------
+    ticks : path-like
+        Output of :func:`make_ticks`.
+    path : path-like
+        The text file to write (staged, then renamed).
+    labels : bool
+        Print the original integer labels instead of the dense ids (needs the node
+        dictionary, with integer labels only).
+
+    Returns
+    -------
+    int
+        The number of lines written (a weight ``w`` gives ``|w|`` lines).
+    """
+    batches = replay_ticks(ticks)
+    if labels:
+        d = load_dictionary(ticks, "node")
+        if np.any(d["type"] != "long"):
+            raise InputError(f"{ticks}: node labels are not all integers; use labels=False")
+        lut = np.empty(int(d["id"].max()) + 1 if d["id"].size else 0, dtype=np.int64)
+        lut[d["id"]] = d["value"].astype(np.int64)
+        batches = ((t, lut[k], w) for t, k, w in batches)
+    return write_changes(Path(path), batches)
