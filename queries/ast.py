@@ -677,7 +677,7 @@ def _clause(x: Any, in_or: bool = False) -> Any:
             return FnCall(str(call[0]), args, _binding(x[1], x))
         raise _fail(f"expression clause {_edn(x)} has {len(x)} elements; expected "
                     "[(f ...)] or [(f ...) binding]")
-    if isinstance(x, list) and not isinstance(x, EdnList):
+    if isinstance(x, list):
         src, terms = _split_src(x)
         if not 2 <= len(terms) <= 4:
             expected = 2 if len(terms) < 2 else 4
@@ -688,8 +688,8 @@ def _clause(x: Any, in_or: bool = False) -> Any:
     if isinstance(x, EdnList) and x and _is_sym(x[0], "$"):
         return _with_src(_clause(EdnList(x[1:]), in_or), SrcVar(str(x[0])))
     if isinstance(x, EdnList) and x:
-        src, rest = _split_src(x)
-        head = rest[0] if rest else None
+        src, rest = DEFAULT_SRC, list(x)  # a leading $src was taken off above
+        head = rest[0]
         if not isinstance(head, Symbol) or head.startswith(("?", "$")):
             raise _fail(f"list clause {_edn(x)} must start with not, not-join, or, or-join "
                         "or a rule name")
@@ -1116,9 +1116,8 @@ def parse_query(text_or_data: Any, rules: Iterable[Rule] | None = None) -> Query
     wcoj.errors.UnboundVariableError: unbound variable ?z in (not [?z :b ?x]): every variable of a not must be bound by the rest of the query (unsafe negation); use not-join to keep some local
     """
     data = _read(text_or_data)
-    first = next(iter(data), None) if isinstance(data, (list, dict)) else None
-    if type(first) is str:
-        data = _from_python(data)
+    if isinstance(data, (list, dict)) and any(type(x) is str for x in data):
+        data = _from_python(data)  # read EDN has no plain strings at the top level
     s = _sections(data)
     kind = next((k for k in (":keys", ":strs", ":syms") if k in s), None)
     if kind and sum(k in s for k in (":keys", ":strs", ":syms")) > 1:

@@ -260,6 +260,11 @@ def test_python_data_form_equals_edn_text():
     assert parse_query(py) == parse_query(text)
 
 
+def test_python_form_may_use_keyword_objects():
+    q = parse_query([Keyword(":find"), "?t", Keyword(":where"), ["?m", ":movie/title", "?t"]])
+    assert q == parse_query("[:find ?t :where [?m :movie/title ?t]]")
+
+
 def test_map_form_equals_vector_form():
     text = '{:find [?t] :in [$ ?y] :where [[?m :movie/year ?y] [?m :movie/title ?t]]}'
     vector = '[:find ?t :in $ ?y :where [?m :movie/year ?y] [?m :movie/title ?t]]'
