@@ -37,20 +37,25 @@ def _add_overflows(a, b):
 
 
 @njit(cache=True, nogil=True)
+def _div_trunc(x, y):
+    # C division (rounds toward zero). Floor division is off by one for the bounds below
+    # whenever the quotient is negative and inexact (e.g. -2**62 * -2 slipped through).
+    q = x // y
+    if x % y != 0 and (x < 0) != (y < 0):
+        q += 1
+    return q
+
+
+@njit(cache=True, nogil=True)
 def _mul_overflows(a, b):
-    if a == 0 or b == 0:
-        return False
-    if a == -1:
-        return b == I64_MIN
-    if b == -1:
-        return a == I64_MIN
+    # CERT INT32-C: compare against the truncated quotient of the bound that applies.
     if a > 0:
         if b > 0:
             return a > I64_MAX // b
-        return b < I64_MIN // a
+        return b < _div_trunc(I64_MIN, a)
     if b > 0:
-        return a < I64_MIN // b
-    return a < I64_MAX // b
+        return a < _div_trunc(I64_MIN, b)
+    return a != 0 and b < _div_trunc(I64_MAX, a)
 
 
 @njit(cache=True, nogil=True)
