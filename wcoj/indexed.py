@@ -173,7 +173,8 @@ class IndexedZSet:
         w = np.empty(total, dtype=np.int64)
         bad = wk.multiply_into(a.weights[i], b.weights[j], w)
         if bad >= 0:
-            raise_overflow("*", a.weights[i[bad]], b.weights[j[bad]], bad)
+            row = tuple(a.keys[i[bad]].tolist()) + tuple(b.keys[j[bad], nk:].tolist())
+            raise_overflow("*", a.weights[i[bad]], b.weights[j[bad]], row)
         keys = np.concatenate([a.keys[i], b.keys[j, nk:]], axis=1)
         out = ZSet(np.ascontiguousarray(keys), w)  # sorted and unique by construction
         return out if fn is None else out.map(fn)
@@ -210,8 +211,10 @@ class IndexedZSet:
         vals = np.ascontiguousarray(z.keys[:, nk + column]) if kind != "count" else None
         if kind in ("count", "avg"):
             counts = np.empty(starts.shape[0], dtype=np.int64)
-            if wk.segment_sum_into(z.weights, starts, counts) >= 0:
-                raise WeightOverflowError(f"{kind}: a group's count does not fit in int64")
+            bad = wk.segment_sum_into(z.weights, starts, counts)
+            if bad >= 0:
+                raise WeightOverflowError(f"{kind}: the count of group {tuple(groups[bad].tolist())} "
+                                          "does not fit in int64")
         if kind in ("sum", "avg"):
             sums = np.empty(starts.shape[0], dtype=np.int64)
             bad = wk.segment_dot_into(vals, z.weights, starts, sums)

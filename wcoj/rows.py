@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Packing", "packing_for", "row_order", "group_starts", "is_sorted_unique"]
+__all__ = ["Packing", "packing_for", "row_order", "sorted_runs", "group_starts", "is_sorted_unique"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -36,6 +36,13 @@ class Packing:
     def __init__(self, lows: I64, highs: I64, shifts: I64):
         self.lows, self.highs, self.shifts = lows, highs, shifts
 
+    @property
+    def n_bits(self) -> int:
+        """How many low bits the packed values use (at most 63)."""
+        if self.lows.shape[0] == 0:
+            return 0
+        return int(self.shifts[0]) + (int(self.highs[0]) - int(self.lows[0])).bit_length()
+
     def pack(self, keys: I64) -> I64:
         """Pack the rows of ``keys`` (which must lie within the packing's ranges)."""
         n, k = keys.shape
@@ -46,11 +53,36 @@ class Packing:
             out |= (keys[:, j] - self.lows[j]) << self.shifts[j]
         return out
 
+    def unpack(self, packed: I64) -> I64:
+        """The rows that ``pack`` mapped to ``packed`` (its inverse).
+
+        >>> p = packing_for([np.array([[3, 7], [1, 9]])])
+        >>> p.unpack(p.pack(np.array([[3, 7], [1, 9]]))).tolist()
+        [[3, 7], [1, 9]]
+        """
+        k = self.lows.shape[0]
+        out = np.empty((packed.shape[0], k), dtype=np.int64)
+        for j in range(k):
+            col = packed >> self.shifts[j]
+            if j:  # the first column owns every bit above its shift
+                col &= (1 << (int(self.highs[j]) - int(self.lows[j])).bit_length()) - 1
+            out[:, j] = col + self.lows[j]
+        return out
+
     def covers(self, keys: I64) -> bool:
         """True when every value of ``keys`` lies within the packing's per-column ranges."""
         if keys.shape[0] == 0 or keys.shape[1] == 0:
             return True
-        return bool(np.all(keys.min(axis=0) >= self.lows) and np.all(keys.max(axis=0) <= self.highs))
+        return bool(np.all(_column_mins(keys) >= self.lows) and np.all(_column_maxs(keys) <= self.highs))
+
+
+# Per column: numpy's axis-0 reductions over a narrow C-ordered matrix are ~10x slower.
+def _column_mins(a: I64) -> I64:
+    return np.array([a[:, j].min() for j in range(a.shape[1])], dtype=np.int64)
+
+
+def _column_maxs(a: I64) -> I64:
+    return np.array([a[:, j].max() for j in range(a.shape[1])], dtype=np.int64)
 
 
 def packing_for(arrays: list[I64]) -> Packing | None:
@@ -63,8 +95,8 @@ def packing_for(arrays: list[I64]) -> Packing | None:
     if not nonempty:
         z = np.zeros(k, dtype=np.int64)
         return Packing(z, z, z)
-    lows = np.min([a.min(axis=0) for a in nonempty], axis=0).astype(np.int64)
-    highs = np.max([a.max(axis=0) for a in nonempty], axis=0).astype(np.int64)
+    lows = np.min([_column_mins(a) for a in nonempty], axis=0).astype(np.int64)
+    highs = np.max([_column_maxs(a) for a in nonempty], axis=0).astype(np.int64)
     bits = []
     for lo, hi in zip(lows.tolist(), highs.tolist()):
         span = hi - lo  # Python ints: no wrap-around for extreme ranges
@@ -79,6 +111,63 @@ def packing_for(arrays: list[I64]) -> Packing | None:
     return Packing(lows, highs, shifts)
 
 
+def _sort_packed(packed: I64, n_bits: int, merge: bool) -> tuple[I64, I64]:
+    """Stable sort of packed rows: ``(order, packed[order])``.
+
+    When the packed values leave room for the row index in 64 bits, sort
+    ``packed << idx_bits | index`` as uint64 *values* (a SIMD sort, several times faster
+    than ``argsort``); the index in the low bits makes it stable and gives the permutation.
+    ``merge`` picks the run-adaptive sort (timsort), linear for two sorted runs.
+    """
+    n = packed.shape[0]
+    idx_bits = max((n - 1).bit_length(), 1)
+    kind = "stable" if merge else None
+    if n_bits + idx_bits > 64:
+        order = np.argsort(packed, kind="stable").astype(np.int64, copy=False)
+        return order, packed[order]
+    shift = np.uint64(idx_bits)
+    v = packed.view(np.uint64) << shift
+    v |= np.arange(n, dtype=np.uint64)
+    v.sort(kind=kind)
+    order = (v & np.uint64((1 << idx_bits) - 1)).view(np.int64)
+    v >>= shift
+    return order, v.view(np.int64)
+
+
+def sorted_runs(keys: I64, merge: bool = False) -> tuple[I64, I64, I64]:
+    """The stable row-sorting permutation, where runs of equal rows start, and their rows.
+
+    Returns ``(order, starts, run_keys)``: ``keys[order]`` is sorted lexicographically, its
+    runs of equal rows begin at ``starts`` (increasing, ``starts[0] == 0`` when non-empty)
+    and ``run_keys == keys[order[starts]]`` (unpacked from the sorted values when the
+    columns pack, which avoids a random gather of the rows). ``merge=True`` says the rows
+    are a few sorted runs laid end to end (the concatenation of two consolidated Z-sets),
+    which a run-adaptive sort merges in linear time.
+
+    Complexity: O(n log n); one uint64 sort when columns and row index pack in 64 bits.
+
+    >>> order, starts, run_keys = sorted_runs(np.array([[2, 1], [1, 5], [2, 1]]))
+    >>> order.tolist(), starts.tolist(), run_keys.tolist()
+    ([1, 0, 2], [0, 1], [[1, 5], [2, 1]])
+    """
+    n, k = keys.shape
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), keys[:0]
+    if k == 0:
+        return np.arange(n, dtype=np.int64), np.zeros(1, dtype=np.int64), keys[:1]
+    p = packing_for([keys])
+    if p is None:
+        order = np.lexsort(keys.T[::-1]).astype(np.int64, copy=False)
+        starts = group_starts(keys[order])
+        return order, starts, keys[order[starts]]
+    order, packed = _sort_packed(p.pack(keys), p.n_bits, merge)
+    change = np.empty(n, dtype=bool)
+    change[0] = True
+    np.not_equal(packed[1:], packed[:-1], out=change[1:])
+    starts = np.flatnonzero(change).astype(np.int64, copy=False)
+    return order, starts, p.unpack(packed[starts])
+
+
 def row_order(keys: I64) -> I64:
     """A permutation that sorts the rows of ``keys`` lexicographically (stable).
 
@@ -88,11 +177,9 @@ def row_order(keys: I64) -> I64:
     n, k = keys.shape
     if k == 0 or n <= 1:
         return np.arange(n, dtype=np.int64)
-    if k == 1:
-        return np.argsort(keys[:, 0], kind="stable").astype(np.int64, copy=False)
     p = packing_for([keys])
     if p is not None:
-        return np.argsort(p.pack(keys), kind="stable").astype(np.int64, copy=False)
+        return _sort_packed(p.pack(keys), p.n_bits, merge=False)[0]
     return np.lexsort(keys.T[::-1]).astype(np.int64, copy=False)
 
 

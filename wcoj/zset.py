@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from wcoj.errors import ArityMismatchError, InputError, WeightOverflowError
 from wcoj.kernels import weights as wk
-from wcoj.rows import group_starts, is_sorted_unique, row_order
+from wcoj.rows import is_sorted_unique, sorted_runs
 
 __all__ = ["ZSet", "consolidate", "checked_weights", "raise_overflow"]
 
@@ -35,8 +35,8 @@ I64 = npt.NDArray[np.int64]
 _I64_MIN, _I64_MAX = int(wk.I64_MIN), int(wk.I64_MAX)
 
 
-def raise_overflow(op: str, left: Any, right: Any, row: int) -> None:
-    """Raise the ``WeightOverflowError`` for ``left op right`` at ``row``."""
+def raise_overflow(op: str, left: Any, right: Any, row: int | tuple) -> None:
+    """Raise the ``WeightOverflowError`` for ``left op right`` at ``row`` (index or tuple)."""
     raise WeightOverflowError(
         f"weight {int(left)} {op} {int(right)} does not fit in int64 (row {row})"
     )
@@ -115,17 +115,37 @@ def consolidate(keys: Any, weights: Any) -> tuple[I64, I64]:
         if keep.all():
             return keys, weights
         return keys[keep], weights[keep]
-    order = row_order(keys)
-    keys, weights = keys[order], weights[order]
-    starts = group_starts(keys)
+    return _sum_runs(keys, weights, merge=False)
+
+
+def _sum_runs(keys: I64, weights: I64, merge: bool) -> tuple[I64, I64]:
+    """Consolidate validated arrays: sort, add the weights of equal rows, drop zeros.
+
+    Weights are added in input order within a run (the sort is stable), and every partial
+    sum is checked, so whether an extreme run overflows does not depend on the sort.
+    """
+    order, starts, run_keys = sorted_runs(keys, merge=merge)
+    w = weights[order]
     sums = np.empty(starts.shape[0], dtype=np.int64)
-    bad = wk.segment_sum_into(weights, starts, sums)
+    bad = wk.segment_sum_into(w, starts, sums)
     if bad >= 0:
-        raise WeightOverflowError(
-            f"weights of row {tuple(keys[starts[bad]].tolist())} sum beyond int64"
-        )
+        _raise_sum_overflow(run_keys[bad], w, starts, bad)
     keep = sums != 0
-    return keys[starts[keep]], sums[keep]
+    if keep.all():
+        return run_keys, sums
+    return run_keys[keep], sums[keep]
+
+
+def _raise_sum_overflow(row: I64, w: I64, starts: I64, seg: int) -> None:
+    hi = int(starts[seg + 1]) if seg + 1 < starts.shape[0] else w.shape[0]
+    acc = 0
+    for x in w[int(starts[seg]):hi].tolist():
+        if not _I64_MIN <= acc + x <= _I64_MAX:
+            break
+        acc += x
+    raise WeightOverflowError(
+        f"weights of row {tuple(row.tolist())} sum beyond int64: {acc} + {x} does not fit"
+    )
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -257,15 +277,17 @@ class ZSet:
             return self
         if self.is_empty():
             return other
-        return ZSet(*consolidate(np.concatenate([self.keys, other.keys]),
-                                 np.concatenate([self.weights, other.weights])))
+        # Two sorted runs end to end: the run-adaptive sort merges them in linear time.
+        return ZSet(*_sum_runs(np.concatenate([self.keys, other.keys]),
+                               np.concatenate([self.weights, other.weights]), merge=True))
 
     def negate(self) -> ZSet:
         """``-a``: every weight negated (checked: -INT64_MIN does not fit)."""
         out = np.empty_like(self.weights)
         bad = wk.negate_into(self.weights, out)
         if bad >= 0:
-            raise WeightOverflowError(f"weight {int(self.weights[bad])} cannot be negated in int64 (row {bad})")
+            raise WeightOverflowError(f"weight {int(self.weights[bad])} cannot be negated in int64 "
+                                      f"(row {tuple(self.keys[bad].tolist())})")
         return ZSet(self.keys, out)
 
     def minus(self, other: ZSet) -> ZSet:
@@ -284,7 +306,7 @@ class ZSet:
         out = np.empty_like(self.weights)
         bad = wk.scale_into(self.weights, np.int64(c), out)
         if bad >= 0:
-            raise_overflow("*", self.weights[bad], c, bad)
+            raise_overflow("*", self.weights[bad], c, tuple(self.keys[bad].tolist()))
         return ZSet(self.keys, out)
 
     __add__ = plus
