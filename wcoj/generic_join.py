@@ -91,13 +91,14 @@ class Atom:
 class _Level:
     var: str
     atoms: list[int]                       # atoms containing var
+    filters: list = field(default_factory=list)      # (columns, fn) first decidable here
     parts: list[int] = field(default_factory=list)   # global part ids, grouped by atom
     atom_start: I64 | None = None
     depth: list[int] = field(default_factory=list)   # per participating atom: its column index
     last: list[bool] = field(default_factory=list)   # per participating atom: last column?
 
 
-def _plan(atoms: Sequence[Atom], order: Sequence[str]) -> list[_Level]:
+def _plan(atoms: Sequence[Atom], order: Sequence[str], filters: Sequence = ()) -> list[_Level]:
     pos = {v: i for i, v in enumerate(order)}
     if len(pos) != len(order):
         raise QueryError(f"variable order {list(order)} repeats a variable")
@@ -120,7 +121,21 @@ def _plan(atoms: Sequence[Atom], order: Sequence[str]) -> list[_Level]:
             lv.depth.append(col)
             lv.last.append(col == len(a.terms) - 1)
         plan.append(lv)
+    for vars_, fn in filters:
+        missing = [v for v in vars_ if v not in pos]
+        if missing:
+            raise UnboundVariableError(f"filter on {list(vars_)}", missing, "no atom binds it")
+        plan[max(pos[v] for v in vars_)].filters.append(([pos[v] for v in vars_], fn))
     return plan
+
+
+def _apply_filters(lv: _Level, bound: I64) -> npt.NDArray[np.bool_] | None:
+    """Mask of the rows that pass every filter first decidable at this level (None: all)."""
+    keep = None
+    for cols, fn in lv.filters:
+        m = np.asarray(fn(*(bound[:, c] for c in cols)), dtype=bool)
+        keep = m if keep is None else keep & m
+    return keep
 
 
 def choose_order(atoms: Sequence[Sequence[str]], start: Sequence[str] = (),
@@ -220,7 +235,7 @@ class _TrieRun:
         per_atom = np.add.reduceat(sizes, lv.atom_start[:-1], axis=1) if S else sizes
         cap = per_atom.min(axis=1)
         final = level == len(self.plan) - 1
-        if final and count_only:
+        if final and count_only and not lv.filters:
             pw = tuple(self.parts[q].weights for i in lv.atoms for q in self.atom_parts[i])
             sums = np.empty(lo.shape[0], dtype=np.int64)
             bad = count_last_level(vals, lo, hi, lv.atom_start, pw, w, sums)
@@ -272,10 +287,13 @@ class _TrieRun:
                 s = _checked_sum(aw)
                 nw = _checked_mul(nw, s)
                 keep = (s != 0) if keep is None else keep & (s != 0)
+        fkeep = _apply_filters(lv, nb)
+        if fkeep is not None:
+            keep = fkeep if keep is None else keep & fkeep
         if keep is not None and not keep.all():
             nb, nw, NLO, NHI = nb[keep], nw[keep], NLO[keep], NHI[keep]
         if level == len(self.plan) - 1:
-            yield nb, nw
+            yield _checked_total(nw) if count_only else (nb, nw)
         else:
             yield from self.blocks(level + 1, nb, nw, NLO, NHI, count_only)
 
@@ -318,6 +336,9 @@ def _generic_blocks(atoms: Sequence[Atom], plan: list[_Level], count_only: bool)
         r, v = r[keep], v[keep]
         bound = np.concatenate([bound[r], v.reshape(-1, 1)], axis=1)
         w = w[r]
+        fkeep = _apply_filters(lv, bound)
+        if fkeep is not None:
+            bound, w = bound[fkeep], w[fkeep]
         for k, i in enumerate(lv.atoms):
             if lv.last[k]:
                 a = atoms[i]
@@ -334,7 +355,8 @@ def _generic_blocks(atoms: Sequence[Atom], plan: list[_Level], count_only: bool)
 
 
 def generic_join(atoms: Sequence[Atom], order: Sequence[str], output: Sequence[str] | None = None,
-                 count_only: bool = False, fused: bool | None = None) -> ZSet | int:
+                 count_only: bool = False, fused: bool | None = None,
+                 filters: Sequence[tuple[Sequence[str], object]] = ()) -> ZSet | int:
     """Evaluate ``A1 ⋈ ... ⋈ An`` with Generic Join in variable order ``order``.
 
     Parameters
@@ -346,6 +368,8 @@ def generic_join(atoms: Sequence[Atom], order: Sequence[str], output: Sequence[s
     count_only : return the sum of all output weights (an ``int``) without building rows.
     fused : force (True) or forbid (False) the fused trie kernels; default: use them when
         every extender exposes ``trie_parts()``.
+    filters : ``(variables, fn)`` pairs; ``fn(*columns)`` returns a boolean mask over
+        frontier rows and runs at the first level where all its variables are bound.
 
     Raises
     ------
@@ -353,7 +377,7 @@ def generic_join(atoms: Sequence[Atom], order: Sequence[str], output: Sequence[s
     WeightOverflowError : a weight product or sum does not fit in int64.
     """
     order = list(order)
-    plan = _plan(atoms, order)
+    plan = _plan(atoms, order, filters)
     if fused is None:
         fused = all(hasattr(a.extender, "trie_parts") for a in atoms)
     if not atoms:
@@ -392,11 +416,14 @@ class IncrementalGenericJoin:
     output : the variables of the result.
     orders : optional variable order per term (term ``i`` must start with atom ``i``'s
         variables); default from ``choose_order``.
+    filters : ``(variables, fn)`` predicates, as in ``generic_join``.
     """
 
     def __init__(self, atoms: Sequence[tuple[IncrementalSource, tuple]], output: Sequence[str],
-                 orders: Sequence[Sequence[str]] | None = None, batch_order: Sequence[str] | None = None):
+                 orders: Sequence[Sequence[str]] | None = None, batch_order: Sequence[str] | None = None,
+                 filters: Sequence[tuple[Sequence[str], object]] = ()):
         self.atoms = [(src, tuple(terms)) for src, terms in atoms]
+        self.filters = list(filters)
         for src, terms in self.atoms:
             if len(terms) != src.arity:
                 raise ArityMismatchError(f"atom {terms}", src.arity, len(terms))
@@ -427,7 +454,8 @@ class IncrementalGenericJoin:
     def batch(self, kind: str = "prev", count_only: bool = False) -> ZSet | int:
         """The whole result over one view of every source (``prev`` by default)."""
         atoms = self._atoms_for([kind] * len(self.atoms), self.batch_order)
-        return generic_join(atoms, self.batch_order, self.output, count_only=count_only)
+        return generic_join(atoms, self.batch_order, self.output, count_only=count_only,
+                            filters=self.filters)
 
     def delta(self, count_only: bool = False) -> ZSet | int:
         """ΔQ for the staged tick: one generic join per atom whose delta is not empty."""
@@ -438,7 +466,8 @@ class IncrementalGenericJoin:
                 continue
             kinds = ["curr"] * i + ["delta"] + ["prev"] * (n - i - 1)
             atoms = self._atoms_for(kinds, self.orders[i])
-            results.append(generic_join(atoms, self.orders[i], self.output, count_only=count_only))
+            results.append(generic_join(atoms, self.orders[i], self.output, count_only=count_only,
+                                        filters=self.filters))
         if count_only:
             return _checked_total(np.array(results, dtype=np.int64))
         out = ZSet.empty(len(self.output))

@@ -1,0 +1,245 @@
+"""The graph API: load edges, register pattern views, apply ticks, read changes and counts.
+
+A ``Graph`` keeps three relations (see ``queries.patterns``): ``D`` the directed simple
+graph, ``O`` and ``S`` the undirected simple graph (oriented and symmetric). Edge updates
+have set semantics: inserting an edge already there, or deleting one that is not, changes
+nothing; self-loops are dropped. Each registered view is an ``IncrementalGenericJoin``;
+a tick stages the relations' deltas, asks every view for its change, and commits only
+when all of them succeeded, so a failed tick leaves every index and view as it was.
+
+>>> g = Graph()
+>>> g.load_edges(np.array([[1, 2], [1, 3]]))
+>>> tri = g.view("triangle")
+>>> tri.count
+0
+>>> tick = g.apply(inserts=np.array([[3, 2]]))
+>>> tri.count, tick.changes["triangle"].to_dict()
+(1, {(1, 2, 3): 1})
+>>> _ = g.apply(deletes=np.array([[1, 2]])); tri.count
+0
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from indexes.index import Relation
+from queries.patterns import Pattern, by_name
+from wcoj.errors import InputError, QueryError, WcojError
+from wcoj.generic_join import IncrementalGenericJoin
+from wcoj.zset import ZSet
+
+__all__ = ["Graph", "GraphView", "Tick", "as_edge_array"]
+
+I64 = npt.NDArray[np.int64]
+MAX_ID = (1 << 62) - 1
+_OPS = {"<": np.less, "!=": np.not_equal}
+
+
+def as_edge_array(edges, what: str = "edges") -> I64:
+    """Validate an edge array: integer dtype, shape (m, 2), ids in [0, 2**62)."""
+    arr = np.asarray(edges)
+    if arr.size == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise InputError(f"{what} must have shape (m, 2), got {arr.shape}")
+    if arr.dtype.kind not in "iu":
+        raise InputError(f"{what} must hold integer node ids, got dtype {arr.dtype}")
+    if arr.dtype == np.uint64 and int(arr.max()) > MAX_ID:
+        bad = int(np.argmax(arr.max(axis=1) > MAX_ID))
+        raise InputError(f"{what}: node id {int(arr[bad].max())} in row {bad} is out of range [0, 2**62)")
+    arr = arr.astype(np.int64, copy=False)
+    out_of_range = (arr < 0) | (arr > MAX_ID)
+    if out_of_range.any():
+        r, c = np.argwhere(out_of_range)[0]
+        raise InputError(f"{what}: node id {int(arr[r, c])} in row {int(r)} is out of range [0, 2**62)")
+    return np.ascontiguousarray(arr)
+
+
+@dataclass
+class Tick:
+    """What one tick changed: the applied edge delta and every view's change."""
+
+    edge_delta: ZSet
+    changes: dict[str, ZSet] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+class GraphView:
+    """A pattern kept up to date: its count, and the change of the last tick."""
+
+    def __init__(self, graph: Graph, pattern: Pattern, orders=None):
+        self.pattern = pattern
+        self.name = pattern.name
+        filters = [((x, y), _OPS[op]) for op, x, y in pattern.filters]
+        rels = {n: graph.relations[n] for n in ("D", "O", "S")}
+        self.join = IncrementalGenericJoin([(rels[r], vs) for r, vs in pattern.atoms],
+                                           pattern.output, orders=orders, filters=filters)
+        self.count = int(self.join.batch(count_only=True))
+        self.last_change = ZSet.empty(len(pattern.output))
+
+    def __repr__(self) -> str:
+        return f"GraphView({self.name!r}, count={self.count})"
+
+    def result(self) -> ZSet:
+        """The current rows (computed from the committed state; may be large)."""
+        return self.join.batch()
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self.pattern.output
+
+
+class Graph:
+    """An incrementally maintained graph with pattern views.
+
+    Parameters
+    ----------
+    directed : whether input edges are directed. Undirected input treats ``(u, v)`` and
+        ``(v, u)`` as one edge (``D`` then holds both directions). Directed input keeps
+        ``D`` as given and derives the undirected ``O``/``S`` (an undirected edge exists
+        while either direction does).
+    """
+
+    def __init__(self, directed: bool = False):
+        self.directed = directed
+        self.relations = {n: Relation(n, 2) for n in ("D", "O", "S")}
+        self.views: dict[str, GraphView] = {}
+        self.n_ticks = 0
+
+    def __repr__(self) -> str:
+        return f"Graph(directed={self.directed}, edges={self.n_edges}, views={list(self.views)})"
+
+    @property
+    def n_edges(self) -> int:
+        """Edges of the simple graph (directed: arcs; undirected: unordered pairs)."""
+        rel = self.relations["D" if self.directed else "O"]
+        return rel.contents().total()
+
+    # ------------------------------------------------------------------ loading
+    def load_edges(self, edges) -> None:
+        """Bulk-load edges into an empty graph (or apply them as one tick if views exist)."""
+        arr = as_edge_array(edges)
+        if self.views or self.relations["D"].contents().total():
+            self.apply(inserts=arr)
+            return
+        arr = arr[arr[:, 0] != arr[:, 1]]
+        if not self.directed:
+            arr = np.concatenate([arr, arr[:, ::-1]])
+        d = ZSet.from_arrays(arr).distinct()
+        self.relations["D"].load(d)
+        o, s = self._undirected_from(d)
+        self.relations["O"].load(o)
+        self.relations["S"].load(s)
+
+    @staticmethod
+    def _undirected_from(d: ZSet) -> tuple[ZSet, ZSet]:
+        k = d.keys
+        lo_hi = np.stack([k.min(axis=1), k.max(axis=1)], axis=1) if len(d) else k
+        o = ZSet.from_arrays(lo_hi, arity=2).distinct()
+        s = ZSet.from_arrays(np.concatenate([o.keys, o.keys[:, ::-1]]), arity=2)
+        return o, s
+
+    # ------------------------------------------------------------------ views
+    def view(self, pattern: str | Pattern, name: str | None = None, orders=None) -> GraphView:
+        """Register (or return) a view of ``pattern`` (a ``Pattern`` or a name like ``"4-cycle"``)."""
+        p = by_name(pattern) if isinstance(pattern, str) else pattern
+        key = name or p.name
+        if key in self.views:
+            return self.views[key]
+        v = GraphView(self, p, orders)
+        self.views[key] = v
+        return v
+
+    def count(self, pattern: str | Pattern) -> int:
+        """The pattern's count on the current graph, without registering a view."""
+        p = by_name(pattern) if isinstance(pattern, str) else pattern
+        return GraphView(self, p).count
+
+    # ------------------------------------------------------------------ ticks
+    def _edge_delta(self, inserts: I64, deletes: I64) -> ZSet:
+        """The D delta with set semantics; the last word per edge wins (delete after insert)."""
+        rows = np.concatenate([inserts, deletes])
+        if not self.directed:
+            rows = np.concatenate([rows, rows[:, ::-1]])
+            want = np.concatenate([np.ones(len(inserts), bool), np.zeros(len(deletes), bool)] * 2)
+        else:
+            want = np.concatenate([np.ones(len(inserts), bool), np.zeros(len(deletes), bool)])
+        keep = rows[:, 0] != rows[:, 1]
+        rows, want = rows[keep], want[keep]
+        if not len(rows):
+            return ZSet.empty(2)
+        # the last mention of an edge decides: deletes come after inserts in this tick
+        order = np.lexsort((np.arange(len(rows)), rows[:, 1], rows[:, 0]))
+        rows, want = rows[order], want[order]
+        last = np.ones(len(rows), dtype=bool)
+        last[:-1] = np.any(rows[1:] != rows[:-1], axis=1)
+        rows, want = rows[last], want[last]
+        have = self.relations["D"].view("prev", (0, 1)).weight(rows) > 0
+        change = want != have
+        return ZSet.from_arrays(rows[change], np.where(want[change], 1, -1), arity=2)
+
+    def _undirected_delta(self, dd: ZSet) -> tuple[ZSet, ZSet]:
+        if not len(dd):
+            return ZSet.empty(2), ZSet.empty(2)
+        k = dd.keys
+        pairs = np.unique(np.stack([k.min(axis=1), k.max(axis=1)], axis=1), axis=0)
+        D = self.relations["D"]
+        prev, curr = D.view("prev", (0, 1)), D.view("curr", (0, 1))
+        rev = pairs[:, ::-1].copy()
+        before = (prev.weight(pairs) + prev.weight(rev)) > 0
+        after = (curr.weight(pairs) + curr.weight(rev)) > 0
+        ch = before != after
+        w = np.where(after[ch], 1, -1)
+        o = ZSet.from_arrays(pairs[ch], w, arity=2)
+        s = ZSet.from_arrays(np.concatenate([pairs[ch], rev[ch]]), np.concatenate([w, w]), arity=2)
+        return o, s
+
+    def apply(self, inserts=None, deletes=None) -> Tick:
+        """Apply one tick of edge inserts and deletes; return every view's change.
+
+        A tick that fails (bad input, weight overflow) raises and changes nothing.
+        """
+        t0 = time.perf_counter()
+        ins = as_edge_array(inserts if inserts is not None else np.zeros((0, 2), np.int64), "inserts")
+        dels = as_edge_array(deletes if deletes is not None else np.zeros((0, 2), np.int64), "deletes")
+        rels = self.relations
+        try:
+            dd = self._edge_delta(ins, dels)
+            rels["D"].stage(dd)
+            do, ds = self._undirected_delta(dd)
+            rels["O"].stage(do)
+            rels["S"].stage(ds)
+            changes = {name: v.join.delta() for name, v in self.views.items()}
+            counts = {name: ch.total() for name, ch in changes.items()}
+        except (WcojError, MemoryError, KeyboardInterrupt):
+            for r in rels.values():
+                r.rollback()
+            raise
+        for r in rels.values():
+            r.commit()
+        for name, v in self.views.items():
+            v.count += counts[name]
+            v.last_change = changes[name]
+        self.n_ticks += 1
+        return Tick(dd, changes, time.perf_counter() - t0)
+
+    def edges(self) -> I64:
+        """The current edges: directed arcs, or undirected pairs as ``(min, max)``."""
+        rel = self.relations["D" if self.directed else "O"]
+        return np.array(rel.contents().keys)
+
+    def nbytes(self) -> int:
+        """Bytes held by all indexes of all relations."""
+        return sum(r.nbytes() for r in self.relations.values())
+
+    def check_views(self) -> None:
+        """Raise ``QueryError`` unless every view's count equals a recomputation."""
+        for name, v in self.views.items():
+            fresh = v.join.batch(count_only=True)
+            if fresh != v.count:
+                raise QueryError(f"view {name}: maintained count {v.count} != recomputed {fresh}")

@@ -1,0 +1,140 @@
+"""Graph patterns as conjunctive queries over the edge relations of a ``Graph``.
+
+A pattern names atoms over three relations a ``Graph`` maintains:
+
+* ``D(u, v)``: the directed simple graph (self-loops dropped, duplicates merged);
+* ``O(u, v)``: the undirected simple graph, each edge once as ``u < v`` (oriented);
+* ``S(u, v)``: the undirected simple graph, both directions (symmetric).
+
+Symmetry is broken so every subgraph is found exactly once: a triangle is
+``O(a,b) O(a,c) O(b,c)`` (so ``a < b < c``); a k-clique uses ``O`` for every pair; an
+undirected k-cycle starts at its smallest vertex ``a`` and takes ``b < x`` for the two
+neighbours of ``a``; a directed k-cycle starts at its smallest vertex. Filters (``<``,
+``!=``) run at the first join level where both sides are bound.
+
+Relies on nothing of ours but plain data; used by ``queries.graph`` and the CLI.
+
+>>> triangle().atoms
+(('O', ('a', 'b')), ('O', ('a', 'c')), ('O', ('b', 'c')))
+>>> cycle(4, directed=False).filters
+(('<', 'a', 'v2'), ('<', 'v1', 'v3'))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+from wcoj.errors import QueryError
+
+__all__ = ["Pattern", "triangle", "cycle", "clique", "conjunctive", "by_name", "PATTERN_NAMES"]
+
+RELATIONS = ("D", "O", "S")
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A conjunctive query over ``D``/``O``/``S`` with ``<``/``!=`` filters."""
+
+    name: str
+    atoms: tuple[tuple[str, tuple[str, ...]], ...]
+    filters: tuple[tuple[str, str, str], ...] = ()
+    output: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.atoms:
+            raise QueryError(f"pattern {self.name}: needs at least one atom")
+        seen = {v for _, vs in self.atoms for v in vs}
+        for rel, vs in self.atoms:
+            if rel not in RELATIONS:
+                raise QueryError(f"pattern {self.name}: unknown relation {rel!r}; use one of {RELATIONS}")
+            if len(vs) != 2:
+                raise QueryError(f"pattern {self.name}: edge atom {rel}{vs} needs 2 variables")
+        for op, x, y in self.filters:
+            if op not in ("<", "!="):
+                raise QueryError(f"pattern {self.name}: unknown filter {op!r}")
+            for v in (x, y):
+                if v not in seen:
+                    raise QueryError(f"pattern {self.name}: filter variable {v} is in no atom")
+        if not self.output:
+            object.__setattr__(self, "output", tuple(sorted(seen, key=_var_key)))
+        for v in self.output:
+            if v not in seen:
+                raise QueryError(f"pattern {self.name}: output variable {v} is in no atom")
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        return tuple(sorted({v for _, vs in self.atoms for v in vs}, key=_var_key))
+
+
+def _var_key(v: str) -> tuple:
+    return (0, v) if not v.startswith("v") or not v[1:].isdigit() else (1, int(v[1:]))
+
+
+def triangle() -> Pattern:
+    """Undirected triangles, each once as ``a < b < c``."""
+    return Pattern("triangle", (("O", ("a", "b")), ("O", ("a", "c")), ("O", ("b", "c"))),
+                   output=("a", "b", "c"))
+
+
+def clique(k: int) -> Pattern:
+    """Undirected k-cliques, each once with increasing vertices."""
+    if k < 2:
+        raise QueryError(f"a clique needs k >= 2, got {k}")
+    vs = [f"v{i}" for i in range(k)]
+    return Pattern(f"{k}-clique", tuple(("O", (x, y)) for x, y in combinations(vs, 2)),
+                   output=tuple(vs))
+
+
+def cycle(k: int, directed: bool = True) -> Pattern:
+    """Simple k-cycles, each once.
+
+    Directed: ``D(v0,v1) ... D(v(k-1),v0)`` with ``v0`` the smallest vertex. Undirected
+    (k >= 4; use ``triangle`` for k = 3): ``a`` the smallest vertex, its neighbours ``v1 <
+    v(k-1)``; non-adjacent vertices must differ.
+    """
+    if k < 2 or (not directed and k < 3):
+        raise QueryError(f"a {'directed' if directed else 'undirected'} cycle needs k >= {2 if directed else 3}, got {k}")
+    if not directed and k == 3:
+        return triangle()
+    if directed:
+        vs = [f"v{i}" for i in range(k)]
+        atoms = tuple(("D", (vs[i], vs[(i + 1) % k])) for i in range(k))
+        filters = [("<", vs[0], v) for v in vs[1:]]
+        filters += [("!=", vs[i], vs[j]) for i in range(1, k) for j in range(i + 2, k)]
+        return Pattern(f"{k}-cycle", atoms, tuple(filters), tuple(vs))
+    vs = ["a"] + [f"v{i}" for i in range(1, k)]
+    atoms = [("O", ("a", vs[1]))]
+    atoms += [("S", (vs[i], vs[i + 1])) for i in range(1, k - 1)]
+    atoms += [("O", ("a", vs[k - 1]))]
+    filters = [("<", "a", v) for v in vs[2:k - 1]]
+    filters += [("<", vs[1], vs[k - 1])]
+    filters += [("!=", vs[i], vs[j]) for i in range(1, k) for j in range(i + 2, k)
+                if not (i == 1 and j == k - 1)]
+    return Pattern(f"undirected-{k}-cycle", tuple(atoms), tuple(filters), tuple(vs))
+
+
+def conjunctive(name: str, atoms, filters=(), output=()) -> Pattern:
+    """Any conjunctive query over ``D``/``O``/``S``: ``atoms`` as ``(relation, (x, y))`` pairs."""
+    return Pattern(name, tuple((r, tuple(vs)) for r, vs in atoms),
+                   tuple(tuple(f) for f in filters), tuple(output))
+
+
+PATTERN_NAMES = ("triangle", "3-cycle", "4-cycle", "4-clique")
+
+
+def by_name(name: str) -> Pattern:
+    """The CLI's names: ``triangle``, ``4-cycle`` (undirected), ``3-cycle`` (directed),
+    ``k-clique``, ``k-cycle`` (directed for k = 3, else undirected) and ``directed-k-cycle``."""
+    n = name.strip().lower()
+    if n == "triangle":
+        return triangle()
+    for suffix, make in (("-clique", lambda k: clique(k)),
+                         ("-cycle", lambda k: cycle(k, directed=(k == 3)))):
+        head = n[: -len(suffix)] if n.endswith(suffix) else None
+        if head and head.startswith("directed-") and head[9:].isdigit():
+            return cycle(int(head[9:]), directed=True)
+        if head and head.isdigit():
+            return make(int(head))
+    raise QueryError(f"unknown pattern {name!r}; known: {', '.join(PATTERN_NAMES)}, "
+                     "k-clique, k-cycle, directed-k-cycle")
