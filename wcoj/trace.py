@@ -1,0 +1,403 @@
+"""Traces: Z-set deltas stamped with logical times, log-structured and persistent.
+
+A trace holds entries ``(row, time, weight)``: the history of a stream of Z-sets (or of
+indexed Z-sets, whose first ``n_key`` columns are the key). It answers two queries, both
+vectorised and both restricted to a set of key rows when given one:
+
+- ``select(box, keys)``: the consolidated Z-set of every entry whose time lies in a
+  ``Box`` (``upto(t)`` is the box of all times ``<= t``);
+- ``lookup(keys)``: every ``(row, time, weight)`` of the given keys.
+
+Layout (differential dataflow's spine, Budiu's "Implementing Z-sets" for the runs):
+
+- ``recent``: the batches inserted since the last ``advance``, one consolidated run per
+  distinct time (a batch at an already present time is added into it). In a child
+  circuit these are the batches of the current epoch; at the root, of the current tick.
+- ``runs``: the spine, a few consolidated runs whose sizes shrink geometrically (each at
+  most half of the one before), so an insert of k rows costs O(k log N) amortised.
+  Every run is one Z-set over ``row columns + time columns``, sorted by key, with its key
+  columns packed into one int64 per row so that many keys are found with one
+  ``searchsorted``; runs whose time bounds miss a query box are skipped without a look.
+
+``advance(frontier)`` declares that no query will distinguish times below the frontier:
+every time ``t`` may be replaced by ``t ⊔ frontier`` (the coordinate-wise max). The root
+circuit advances to ``t`` after tick ``t`` (all earlier ticks collapse); a child circuit
+advances to ``(e, 0)`` after epoch ``e``, which collapses the epochs but keeps the
+iterations apart, because ``distinct_trace`` and the nested join need the per-iteration
+sums of earlier epochs (DBSP §6). The times are rewritten lazily, when runs merge.
+
+Traces are immutable: ``insert`` and ``advance`` return a new trace that shares the old
+runs, which is how circuit steps stay atomic (a failed step keeps the old trace object).
+
+Relies on ``wcoj.zset``, ``wcoj.rows`` and ``wcoj.time``. Used by the trace operators
+(``trace_append``, ``z1_trace``, ``join_trace``, ``distinct_trace``) and by the recursion.
+
+>>> tr = Trace(arity=1, n_dims=2)
+>>> tr = tr.insert(ZSet.from_rows([(0,), (2,)]), (0, 0)).insert(ZSet.from_rows([(5,)]), (0, 1))
+>>> tr = tr.insert(ZSet.from_rows([(5,)]), (1, 0))
+>>> tr.upto((1, 0)).to_dict()
+{(0,): 1, (2,): 1, (5,): 1}
+>>> tr.upto((0, 1)).to_dict()
+{(0,): 1, (2,): 1, (5,): 1}
+>>> tr.select(Box([None, 1], [None, 1])).to_dict()   # iteration 1 of any epoch
+{(5,): 1}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from wcoj.errors import ArityMismatchError, InputError
+from wcoj.indexed import IndexedZSet
+from wcoj.rows import Packing, group_starts, packing_for, row_order
+from wcoj.time import Box, Time, as_row
+from wcoj.zset import ZSet
+
+__all__ = ["Trace", "row_ids", "ranges_to_indices"]
+
+I64 = npt.NDArray[np.int64]
+MERGE_RATIO = 2  # a run is merged into the one before it once it is at least half its size
+
+
+def ranges_to_indices(lo: I64, hi: I64) -> I64:
+    """Concatenate ``arange(lo[i], hi[i])`` for every i, without a Python loop.
+
+    >>> ranges_to_indices(np.array([0, 5, 9]), np.array([2, 5, 11])).tolist()
+    [0, 1, 9, 10]
+    """
+    cnt = hi - lo
+    total = int(cnt.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    keep = cnt > 0
+    lo, cnt = lo[keep], cnt[keep]
+    starts = np.cumsum(cnt) - cnt
+    return (np.repeat(lo - starts, cnt) + np.arange(total, dtype=np.int64)).astype(np.int64)
+
+
+def row_ids(*mats: I64) -> list[I64]:
+    """Order-preserving int64 ids for the rows of matrices of the same width.
+
+    Equal rows get equal ids across all matrices, and ids compare like the rows.
+
+    >>> a, b = row_ids(np.array([[1, 2], [3, 4]]), np.array([[3, 4], [0, 9]]))
+    >>> bool(a[1] == b[0]), bool(b[1] < a[0] < a[1])
+    (True, True)
+    """
+    p = packing_for(list(mats))
+    if p is not None:
+        return [p.pack(m) for m in mats]
+    both = np.concatenate(mats)
+    order = row_order(both)
+    starts = group_starts(both[order])
+    step = np.zeros(both.shape[0], dtype=np.int64)
+    step[starts[1:]] = 1
+    rank = np.empty(both.shape[0], dtype=np.int64)
+    rank[order] = np.cumsum(step)
+    out, pos = [], 0
+    for m in mats:
+        out.append(rank[pos: pos + m.shape[0]])
+        pos += m.shape[0]
+    return out
+
+
+class _Run:
+    """One consolidated block: ``keys`` = row columns then time columns, with weights."""
+
+    __slots__ = ("z", "n_key", "arity", "packing", "packed", "tlo", "thi")
+
+    def __init__(self, z: ZSet, n_key: int, arity: int):
+        self.z, self.n_key, self.arity = z, n_key, arity
+        keys = z.keys[:, :n_key]
+        self.packing: Packing | None = packing_for([keys]) if len(z) else None
+        self.packed = self.packing.pack(keys) if self.packing is not None else None
+        times = z.keys[:, arity:]
+        self.tlo = times.min(axis=0) if len(z) else None
+        self.thi = times.max(axis=0) if len(z) else None
+
+    def __len__(self) -> int:
+        return len(self.z)
+
+    def match(self, keys: I64) -> I64:
+        """Positions of the rows whose key is one of ``keys`` (sorted, unique rows)."""
+        if self.packing is not None:
+            ok = np.all((keys >= self.packing.lows) & (keys <= self.packing.highs), axis=1)
+            q = self.packing.pack(keys[ok])
+            lo = np.searchsorted(self.packed, q, "left")
+            hi = np.searchsorted(self.packed, q, "right")
+            return ranges_to_indices(lo, hi)
+        mine, theirs = row_ids(np.ascontiguousarray(self.z.keys[:, : self.n_key]), keys)
+        return np.flatnonzero(np.isin(mine, theirs)).astype(np.int64)
+
+    def entries(self, box: Box | None, keys: I64 | None) -> tuple[I64, I64]:
+        """(keys incl. time columns, weights) of the matching entries."""
+        k, w = self.z.keys, self.z.weights
+        if keys is not None:
+            idx = self.match(keys)
+            k, w = k[idx], w[idx]
+        if box is not None:
+            m = box.mask(k[:, self.arity:])
+            k, w = k[m], w[m]
+        return k, w
+
+
+def _advance_times(keys: I64, arity: int, frontier: tuple[int, ...] | None) -> I64:
+    if frontier is None:
+        return keys
+    keys = keys.copy()
+    keys[:, arity:] = np.maximum(keys[:, arity:], np.array(frontier, dtype=np.int64))
+    return keys
+
+
+class Trace:
+    """An immutable, log-structured collection of timed Z-set deltas.
+
+    Parameters
+    ----------
+    arity : int
+        Columns of every row.
+    n_key : int, optional
+        Leading columns that form the lookup key (default: the whole row, as for a
+        trace of plain Z-sets; an indexed Z-set's ``n_key`` for a trace of those).
+    n_dims : int
+        Coordinates of a time: 1 at the root, 2 in a child circuit, ...
+    """
+
+    __slots__ = ("arity", "n_key", "n_dims", "runs", "recent", "frontier")
+
+    def __init__(self, arity: int, n_key: int | None = None, n_dims: int = 1,
+                 runs: tuple[_Run, ...] = (), recent: tuple[tuple[tuple[int, ...], _Run], ...] = (),
+                 frontier: tuple[int, ...] | None = None):
+        self.arity, self.n_dims = int(arity), int(n_dims)
+        self.n_key = self.arity if n_key is None else int(n_key)
+        if not 0 <= self.n_key <= self.arity:
+            raise ArityMismatchError("trace", self.arity, self.n_key,
+                                     f"key of {self.n_key} columns in rows of {self.arity}")
+        self.runs, self.recent, self.frontier = runs, recent, frontier
+
+    @classmethod
+    def from_batches(cls, batches: Iterable[tuple[Time, ZSet | IndexedZSet]], arity: int | None = None,
+                     n_key: int | None = None, n_dims: int | None = None) -> Trace:
+        """Build a trace by inserting ``(time, batch)`` pairs in order."""
+        batches = list(batches)
+        if arity is None or n_dims is None:
+            if not batches:
+                raise InputError("cannot infer arity and time depth of an empty trace")
+            t0, b0 = batches[0]
+            arity = _as_zset(b0).arity if arity is None else arity
+            n_dims = len(as_row(t0)) if n_dims is None else n_dims
+            if n_key is None and isinstance(b0, IndexedZSet):
+                n_key = b0.n_key
+        tr = cls(arity, n_key, n_dims)
+        for t, b in batches:
+            tr = tr.insert(b, t)
+        return tr
+
+    def _replace(self, **kw: Any) -> Trace:
+        d = dict(runs=self.runs, recent=self.recent, frontier=self.frontier)
+        d.update(kw)
+        return Trace(self.arity, self.n_key, self.n_dims, **d)
+
+    # ---------------------------------------------------------------- size and repr
+    def __len__(self) -> int:
+        """Number of stored entries (row, time) over all runs; not consolidated across runs."""
+        return sum(len(r) for r in self.runs) + sum(len(r) for _, r in self.recent)
+
+    def is_empty(self) -> bool:
+        return len(self) == 0
+
+    def run_sizes(self) -> list[int]:
+        """Sizes of the spine's runs, oldest first (geometrically shrinking)."""
+        return [len(r) for r in self.runs]
+
+    def __repr__(self) -> str:
+        return (f"Trace(arity={self.arity}, n_key={self.n_key}, n_dims={self.n_dims}, "
+                f"runs={self.run_sizes()}, recent={len(self.recent)})")
+
+    # ---------------------------------------------------------------- updates
+    def _time_row(self, time: Time) -> tuple[int, ...]:
+        row = as_row(time)
+        if len(row) != self.n_dims:
+            raise InputError(f"time {time!r} has {len(row)} coordinates; this trace's times have {self.n_dims}")
+        return row
+
+    def _timed(self, z: ZSet, row: tuple[int, ...]) -> ZSet:
+        times = np.broadcast_to(np.array(row, dtype=np.int64), (len(z), self.n_dims))
+        # Rows are sorted and unique and all share one time, so appending it keeps that.
+        return ZSet(np.ascontiguousarray(np.concatenate([z.keys, times], axis=1)), z.weights)
+
+    def insert(self, batch: ZSet | IndexedZSet, time: Time) -> Trace:
+        """A new trace with ``batch`` added at ``time`` (``trace_append``).
+
+        Complexity: O(k) for a batch of k rows, plus O(k) if a batch at the same time is
+        already present (they are added together).
+        """
+        z = _as_zset(batch)
+        if z.arity != self.arity:
+            raise ArityMismatchError("trace insert", self.arity, z.arity)
+        if isinstance(batch, IndexedZSet) and batch.n_key != self.n_key:
+            raise ArityMismatchError("trace insert", self.n_key, batch.n_key,
+                                     f"indexed batch keyed by {batch.n_key} columns, trace by {self.n_key}")
+        row = self._time_row(time)
+        if z.is_empty():
+            return self
+        recent = list(self.recent)
+        for pos, (t, run) in enumerate(recent):
+            if t == row:
+                merged = ZSet(*_plus_keys(run.z, self._timed(z, row)))
+                recent[pos] = (t, _Run(merged, self.n_key, self.arity))
+                if merged.is_empty():
+                    del recent[pos]
+                return self._replace(recent=tuple(recent))
+        recent.append((row, _Run(self._timed(z, row), self.n_key, self.arity)))
+        return self._replace(recent=tuple(recent))
+
+    def append_untimed(self, batch: ZSet | IndexedZSet) -> Trace:
+        """Add ``batch`` at the least time (``untimed_trace_append``): visible to every query
+        ``upto(t)``, as if it had always been there."""
+        return self.insert(batch, (0,) * self.n_dims if self.n_dims > 1 else 0)
+
+    def advance(self, frontier: Time) -> Trace:
+        """Declare the times below ``frontier`` indistinguishable; moves ``recent`` into the spine.
+
+        Afterwards every query whose box does not separate times below ``frontier`` (e.g.
+        ``upto(t)`` for ``t >= frontier``) answers as before. Merges runs geometrically.
+        """
+        f = self._time_row(frontier)
+        if self.frontier is not None:
+            f = tuple(max(a, b) for a, b in zip(f, self.frontier))
+        runs = list(self.runs)
+        if self.recent:
+            keys = np.concatenate([r.z.keys for _, r in self.recent])
+            weights = np.concatenate([r.z.weights for _, r in self.recent])
+            z = ZSet.from_arrays(_advance_times(keys, self.arity, f), weights)
+            if len(z):
+                runs.append(_Run(z, self.n_key, self.arity))
+        while len(runs) >= 2 and len(runs[-2]) <= MERGE_RATIO * len(runs[-1]):
+            b = runs.pop()
+            a = runs.pop()
+            runs.append(self._merge([a, b], f))
+        return Trace(self.arity, self.n_key, self.n_dims, tuple(r for r in runs if len(r)), (), f)
+
+    def _merge(self, runs: list[_Run], f: tuple[int, ...] | None) -> _Run:
+        keys = np.concatenate([r.z.keys for r in runs])
+        weights = np.concatenate([r.z.weights for r in runs])
+        return _Run(ZSet.from_arrays(_advance_times(keys, self.arity, f), weights), self.n_key, self.arity)
+
+    def compact(self) -> Trace:
+        """Merge everything into one run, rewriting every time to ``t ⊔ frontier``."""
+        tr = self.advance(self.frontier if self.frontier is not None else (0,) * self.n_dims)
+        if len(tr.runs) <= 1:
+            return tr
+        return tr._replace(runs=(self._merge(list(tr.runs), tr.frontier),))
+
+    # ---------------------------------------------------------------- queries
+    def _all_runs(self) -> list[_Run]:
+        return list(self.runs) + [r for _, r in self.recent]
+
+    def _key_matrix(self, keys: ZSet | IndexedZSet | Any) -> I64:
+        if isinstance(keys, IndexedZSet):
+            keys = keys.group_keys()
+        if isinstance(keys, ZSet):
+            if keys.arity != self.n_key:
+                raise ArityMismatchError("trace lookup", self.n_key, keys.arity)
+            return keys.keys
+        arr = np.asarray(keys, dtype=np.int64).reshape(-1, self.n_key)
+        return ZSet.from_arrays(arr, arity=self.n_key).keys  # sorted, unique
+
+    def may_have(self, box: Box) -> bool:
+        """False when no run can hold a time in ``box`` (a cheap test on time bounds)."""
+        return any(box.may_overlap(r.tlo, r.thi) for r in self._all_runs() if len(r))
+
+    def entries(self, box: Box | None = None, keys: Any = None) -> tuple[I64, I64, I64]:
+        """``(rows, times, weights)`` of every stored entry in ``box`` with a key in ``keys``.
+
+        Not consolidated across runs; times are as stored (possibly advanced).
+        """
+        km = None if keys is None else self._key_matrix(keys)
+        parts_k, parts_w = [], []
+        if km is None or len(km):
+            for r in self._all_runs():
+                if not len(r) or (box is not None and not box.may_overlap(r.tlo, r.thi)):
+                    continue
+                k, w = r.entries(box, km)
+                if len(w):
+                    parts_k.append(k)
+                    parts_w.append(w)
+        if not parts_k:
+            return (np.zeros((0, self.arity), dtype=np.int64),
+                    np.zeros((0, self.n_dims), dtype=np.int64), np.zeros(0, dtype=np.int64))
+        k = np.concatenate(parts_k)
+        return (np.ascontiguousarray(k[:, : self.arity]), np.ascontiguousarray(k[:, self.arity:]),
+                np.concatenate(parts_w))
+
+    def lookup(self, keys: Any) -> tuple[I64, I64, I64]:
+        """All ``(rows, times, weights)`` whose key is one of ``keys`` (a Z-set of key rows,
+        an indexed Z-set, or an ``(m, n_key)`` array), for many keys at once.
+
+        Complexity: O(m log N) per run, with N the run's size.
+        """
+        return self.entries(None, keys)
+
+    def select(self, box: Box | None = None, keys: Any = None) -> ZSet:
+        """The consolidated Z-set of the entries in ``box`` (and with a key in ``keys``)."""
+        rows, _, weights = self.entries(box, keys)
+        return ZSet.from_arrays(rows, weights, arity=self.arity)
+
+    def upto(self, t: Time, keys: Any = None) -> ZSet:
+        """Everything at times ``<= t``, consolidated (the integral at ``t``)."""
+        return self.select(Box.upto(self._time_row(t)), keys)
+
+    def consolidate(self) -> ZSet:
+        """Everything, over all times, consolidated."""
+        return self.select(None)
+
+    def batches(self) -> list[tuple[Time, ZSet]]:
+        """``[(time, Z-set)]`` in time order (lexicographic), one per distinct stored time."""
+        rows, times, weights = self.entries()
+        if not len(weights):
+            return []
+        z = ZSet.from_arrays(np.concatenate([times, rows], axis=1), weights)
+        starts = group_starts(z.keys[:, : self.n_dims])
+        ends = np.append(starts[1:], len(z))
+        out = []
+        for s, e in zip(starts.tolist(), ends.tolist()):
+            row = tuple(z.keys[s, : self.n_dims].tolist())
+            t: Time = row[0] if self.n_dims == 1 else row
+            part = np.ascontiguousarray(z.keys[s:e, self.n_dims:])
+            out.append((t, ZSet(part, np.ascontiguousarray(z.weights[s:e]))))
+        return out
+
+    def weights_for(self, box: Box, keys: I64) -> I64:
+        """Per row of ``keys`` (sorted unique full rows), the summed weight in ``box``."""
+        z = self.select(box, keys)
+        return align_weights(keys, z)
+
+
+def align_weights(keys: I64, z: ZSet) -> I64:
+    """Weights of ``z`` for each row of ``keys`` (sorted unique rows); 0 where absent."""
+    out = np.zeros(keys.shape[0], dtype=np.int64)
+    if not len(z) or not keys.shape[0]:
+        return out
+    kid, zid = row_ids(keys, z.keys)
+    pos = np.searchsorted(kid, zid)
+    ok = (pos < kid.shape[0]) & (kid[np.minimum(pos, kid.shape[0] - 1)] == zid)
+    out[pos[ok]] = z.weights[ok]
+    return out
+
+
+def _as_zset(batch: Any) -> ZSet:
+    if isinstance(batch, IndexedZSet):
+        return batch.zset
+    if isinstance(batch, ZSet):
+        return batch
+    raise InputError(f"a trace holds Z-sets or indexed Z-sets, got {type(batch).__name__}")
+
+
+def _plus_keys(a: ZSet, b: ZSet) -> tuple[I64, I64]:
+    z = a.plus(b)
+    return z.keys, z.weights
