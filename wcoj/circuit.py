@@ -1,0 +1,731 @@
+"""The DBSP circuit runtime: nodes, streams, clocks, nested circuits and fixed points.
+
+A ``Circuit`` is a graph of nodes evaluated in topological order once per clock tick; a
+``Stream`` is a handle on a node's output, whose value at the current tick is a ``ZSet``,
+an ``IndexedZSet`` or a ``Trace`` (its ``Schema`` says which, and its arity). Node kinds
+(Dialog dataflow spec §2.8): source, operator, sink, feedback (a ``z^-1`` delay, the
+only way to close a loop), child (a nested circuit run to a fixed point every parent
+tick), import (a parent stream inside a child) and export (a child result in the parent).
+
+Times: the root counts ticks ``0, 1, 2, ...``; a child refines the parent's time with its
+iteration, ``(epoch, iteration)`` (``wcoj.time``). Node ids: ``local_id`` is the index of a
+node within its circuit, ``global_id`` the path of local ids from the root.
+
+::
+
+    parent tick t:   edges ──import(δ0)──▶ ┌──────── child, times (t, i) ────────┐
+                                           │  seed ─▶(+)─▶ distinct_trace ─┬──▶ │──export(Σ_i)──▶
+                                           │          ▲                    │    │
+                                           │          └── join ◀── z^-1 ◀──┘    │
+                                           └─────────────────────────────────────┘
+
+Wiring is checked when a node is added: the number and kinds of its inputs (via the
+operator's ``output_schema``), that its inputs belong to the same circuit, and that no
+cycle avoids a delay (``CircuitError`` names the nodes on the cycle).
+
+**Atomicity.** Every stateful node keeps its state as an immutable value (traces are
+persistent, Z-sets are read-only). ``step`` evaluates into a staged copy of the state
+dictionary and replaces the committed one only when the whole step (every iteration of
+every child) succeeded; when any node raises (e.g. ``WeightOverflowError``) the staged copy
+is dropped, so all traces, delays and integrals are exactly as before the step.
+
+**Adding an operator** (e.g. a ``MultiwayJoin`` over k delta streams). Subclass
+``Operator`` and set:
+
+- ``name`` and ``input_kinds`` (a tuple of ``"zset"``, ``"indexed"``, ``"trace"``; set
+  ``variadic = True`` to accept any number >= 1 of the first kind);
+- ``output_schema(inputs)``: return the output ``Schema`` from the input schemas, or raise
+  ``CircuitError`` (wrong arity, key width ...); it runs when the node is wired;
+- ``init_state(inputs, n_dims)``: the state before the first tick (default ``None``);
+- ``eval(values, state, ctx) -> (output, new_state)``: pure: never mutate ``state`` in
+  place; return a new value (copy-on-write, or persistent structures such as ``Trace``).
+  ``ctx.time`` is the current time, ``ctx.n_dims`` its depth;
+- optional clock hooks: ``advance(state, frontier)`` after every tick (root) or epoch
+  (child), to compact traces; ``reset(state)`` at the end of each epoch inside a child, for
+  state that lives for one epoch (``z1``, ``integrate``); ``pending(state, ctx)`` if the
+  operator may produce output at a later iteration without new input (defaults to False;
+  the fixed-point loop already runs every epoch at least as long as the longest earlier
+  epoch, which covers ``distinct_trace`` and the nested join).
+
+Then ``circuit.add(MyOp(...), *streams)`` wires it. A ``MultiwayJoin`` would declare
+``input_kinds=("zset",)``, ``variadic=True``, keep its incremental indexes in its state and
+return them, updated, from ``eval``.
+
+Relies on ``wcoj.zset``, ``wcoj.indexed``, ``wcoj.trace`` and ``wcoj.time``. Used by the
+operators (``wcoj.operators``), the recursion (``wcoj.recursion``) and the query compiler.
+
+>>> from wcoj.zset import ZSet
+>>> c = Circuit()
+>>> edges = c.source(arity=2, name="edges")
+>>> out = c.sink(edges.filter(lambda k: k[:, 0] < k[:, 1]).integrate(), name="up")
+>>> c.step({"edges": ZSet.from_rows([(1, 2), (3, 1)])})["up"].to_dict()
+{(1, 2): 1}
+>>> c.step({"edges": ZSet.from_rows([(2, 5)])})["up"].to_dict()
+{(1, 2): 1, (2, 5): 1}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from wcoj.errors import ArityMismatchError, CircuitError, InputError
+from wcoj.indexed import IndexedZSet
+from wcoj.time import Time, extend
+from wcoj.trace import Trace
+from wcoj.zset import ZSet
+
+__all__ = ["Schema", "Context", "Operator", "Circuit", "Stream", "KINDS"]
+
+KINDS = ("zset", "indexed", "trace")
+DEFAULT_MAX_ITERATIONS = 10_000
+
+
+class Schema(NamedTuple):
+    """The type of a stream: ``kind`` (zset, indexed, trace), ``arity`` and ``n_key``.
+
+    ``n_key`` is None for a plain Z-set; for an indexed Z-set or a trace it is the number
+    of leading key columns (a trace of plain Z-sets is keyed by the whole row).
+    """
+
+    kind: str
+    arity: int
+    n_key: int | None = None
+
+    def empty(self, n_dims: int = 1) -> Any:
+        """The zero value of this type."""
+        if self.kind == "zset":
+            return ZSet.empty(self.arity)
+        if self.kind == "indexed":
+            return IndexedZSet.empty(self.n_key, self.arity - self.n_key)
+        return Trace(self.arity, self.n_key, n_dims)
+
+    def __str__(self) -> str:
+        key = "" if self.n_key is None else f", key {self.n_key}"
+        return f"{self.kind}(arity {self.arity}{key})"
+
+
+def schema_of(value: Any) -> Schema:
+    """The schema of a runtime value."""
+    if isinstance(value, IndexedZSet):
+        return Schema("indexed", value.zset.arity, value.n_key)
+    if isinstance(value, ZSet):
+        return Schema("zset", value.arity)
+    if isinstance(value, Trace):
+        return Schema("trace", value.arity, value.n_key)
+    raise InputError(f"streams carry ZSet, IndexedZSet or Trace values, got {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class Context:
+    """What an operator may know about the current evaluation."""
+
+    time: Time
+    n_dims: int
+    node: tuple[int, ...]
+
+
+class Operator:
+    """Base class of every operator node: n inputs of declared kinds, one output.
+
+    See the module docstring for how to add one.
+    """
+
+    name = "operator"
+    input_kinds: tuple[str, ...] = ()
+    variadic = False
+
+    def output_schema(self, inputs: list[Schema]) -> Schema:
+        raise NotImplementedError
+
+    def init_state(self, inputs: list[Schema], n_dims: int) -> Any:
+        return None
+
+    def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
+        raise NotImplementedError
+
+    def advance(self, state: Any, frontier: Time) -> Any:
+        return state
+
+    def reset(self, state: Any, inputs: list[Schema], n_dims: int) -> Any:
+        return state
+
+    def pending(self, state: Any, ctx: Context) -> bool:
+        return False
+
+    def check_inputs(self, inputs: list[Schema]) -> None:
+        """Raise ``CircuitError`` unless ``inputs`` match ``input_kinds``."""
+        kinds = [s.kind for s in inputs]
+        if self.variadic:
+            ok = len(kinds) >= 1 and all(k == self.input_kinds[0] for k in kinds)
+            want = f"one or more {self.input_kinds[0]} streams"
+        else:
+            ok = tuple(kinds) == self.input_kinds
+            want = f"{len(self.input_kinds)} input{'s' if len(self.input_kinds) != 1 else ''} ({', '.join(self.input_kinds)})"
+        if not ok:
+            got = ", ".join(map(str, inputs)) or "none"
+            raise CircuitError(f"{self.name} expects {want}, got {len(inputs)}: {got}")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class _Node:
+    __slots__ = ("kind", "local_id", "inputs", "schema", "op", "name", "mode", "child")
+
+    def __init__(self, kind: str, local_id: int, inputs: list[int], schema: Schema | None,
+                 op: Operator | None = None, name: str | None = None, mode: str | None = None,
+                 child: Circuit | None = None):
+        self.kind, self.local_id, self.inputs, self.schema = kind, local_id, inputs, schema
+        self.op, self.name, self.mode, self.child = op, name, mode, child
+
+    def label(self, path: tuple[int, ...]) -> str:
+        what = self.op.name if self.op is not None else (self.name or self.kind)
+        return f"{self.kind} {what} {'/'.join(map(str, path + (self.local_id,)))}"
+
+
+class Stream:
+    """A handle on one node's output within one circuit; carries the operator-method API.
+
+    ``s.map(fn)``, ``s.filter(pred)``, ``s.index_with(cols)``, ``s.join(t)`` ... each adds an
+    operator node and returns its stream (see ``wcoj.operators`` for the full list).
+    """
+
+    __slots__ = ("circuit", "node_id")
+
+    def __init__(self, circuit: Circuit, node_id: int):
+        self.circuit, self.node_id = circuit, node_id
+
+    @property
+    def schema(self) -> Schema:
+        return self.circuit.nodes[self.node_id].schema
+
+    @property
+    def global_id(self) -> tuple[int, ...]:
+        return self.circuit.global_id(self.node_id)
+
+    def __repr__(self) -> str:
+        return f"Stream({'/'.join(map(str, self.global_id))}, {self.schema})"
+
+    def _add(self, op: Operator, *others: Stream) -> Stream:
+        return self.circuit.add(op, self, *others)
+
+    # The operator-method API, one line each; the operators live in wcoj.operators.
+    def map(self, fn: Callable, arity: int | None = None, rowwise: bool = False) -> Stream:
+        from wcoj.operators import Map
+        return self._add(Map(fn, arity, rowwise))
+
+    def filter(self, predicate: Callable, rowwise: bool = False) -> Stream:
+        from wcoj.operators import Filter
+        return self._add(Filter(predicate, rowwise))
+
+    def index_with(self, key_columns: list[int]) -> Stream:
+        from wcoj.operators import IndexWith
+        return self._add(IndexWith(key_columns))
+
+    def inspect(self, callback: Callable[[Any], Any]) -> Stream:
+        from wcoj.operators import Inspect
+        return self._add(Inspect(callback))
+
+    def negate(self) -> Stream:
+        from wcoj.operators import Negate
+        return self._add(Negate())
+
+    def plus(self, other: Stream) -> Stream:
+        from wcoj.operators import Plus
+        return self._add(Plus(), other)
+
+    def minus(self, other: Stream) -> Stream:
+        from wcoj.operators import Minus
+        return self._add(Minus(), other)
+
+    def distinct(self) -> Stream:
+        from wcoj.operators import Distinct
+        return self._add(Distinct())
+
+    def integrate(self) -> Stream:
+        from wcoj.operators import Integrate
+        return self._add(Integrate())
+
+    def differentiate(self) -> Stream:
+        from wcoj.operators import Differentiate
+        return self._add(Differentiate())
+
+    def z1(self) -> Stream:
+        from wcoj.operators import Z1
+        return self._add(Z1())
+
+    def join(self, other: Stream, fn: Callable | None = None, arity: int | None = None) -> Stream:
+        """Incremental join of two indexed delta streams (``wcoj.operators.incremental_join``)."""
+        from wcoj.operators import incremental_join
+        return incremental_join(self, other, fn, arity)
+
+    def aggregate(self, kind: str, column: int = 0) -> Stream:
+        from wcoj.operators import Aggregate
+        return self._add(Aggregate(kind, column))
+
+    __add__, __sub__, __neg__ = plus, minus, negate
+
+
+class Feedback(Stream):
+    """The output of a ``z^-1`` node whose input is connected later (closing a loop).
+
+    At tick t it emits what its input carried at tick t-1 (the zero value at the first
+    tick; inside a child, at the first iteration of every epoch for Z-set delays, while a
+    trace delay keeps its trace across epochs as ``z1_trace`` does).
+    """
+
+    __slots__ = ()
+
+    def connect(self, source: Stream) -> None:
+        """Make ``source`` this delay's input (once)."""
+        self.circuit._connect_feedback(self.node_id, source)
+
+
+class Forward(Stream):
+    """A stream whose producer is wired later; a cycle through it needs a delay."""
+
+    __slots__ = ()
+
+    def connect(self, source: Stream) -> None:
+        self.circuit._connect_forward(self.node_id, source)
+
+
+class Circuit:
+    """A circuit (root when ``parent`` is None, else a child made by ``parent.child()``).
+
+    Parameters
+    ----------
+    max_iterations : int
+        For a child: the iteration cap of one epoch's fixed point (``CircuitError`` past it).
+    fixedpoint : {"empty", "unchanged"}
+        For a child: stop when every Z-set delay's next value is empty (the delta form used
+        by incremental recursion) or equal to its previous one.
+    """
+
+    def __init__(self, *, max_iterations: int = DEFAULT_MAX_ITERATIONS, fixedpoint: str = "empty",
+                 _parent: Circuit | None = None, _local_id: int | None = None):
+        if fixedpoint not in ("empty", "unchanged"):
+            raise CircuitError(f"fixedpoint must be 'empty' or 'unchanged', got {fixedpoint!r}")
+        self.nodes: list[_Node] = []
+        self.parent, self.local_id = _parent, _local_id
+        self.max_iterations, self.fixedpoint = int(max_iterations), fixedpoint
+        self.n_dims = 1 if _parent is None else _parent.n_dims + 1
+        self._sources: dict[str, int] = {}
+        self._sinks: dict[str, int] = {}
+        self._exports: list[tuple[int, str]] = []  # (child node id, mode)
+        self._order: list[int] | None = None
+        self._state: dict[int, Any] | None = None
+        self.closed = False
+        self.time = 0  # root: the next tick
+
+    # ---------------------------------------------------------------- ids
+    def path(self) -> tuple[int, ...]:
+        """Global id of this circuit (empty for the root)."""
+        if self.parent is None:
+            return ()
+        return self.parent.path() + (self.local_id,)
+
+    def global_id(self, local_id: int) -> tuple[int, ...]:
+        """The path of local ids from the root to node ``local_id``."""
+        return self.path() + (local_id,)
+
+    def _root(self) -> Circuit:
+        return self if self.parent is None else self.parent._root()
+
+    # ---------------------------------------------------------------- building
+    def _check_building(self) -> None:
+        root = self._root()
+        if root.closed:
+            raise CircuitError("the circuit is closed; build a new one")
+        if root._state is not None:
+            raise CircuitError("the circuit has already run; add nodes before the first step")
+
+    def _new(self, node: _Node) -> Stream:
+        self._check_building()
+        self.nodes.append(node)
+        self._invalidate()
+        return Stream(self, node.local_id)
+
+    def _invalidate(self) -> None:
+        c: Circuit | None = self
+        while c is not None:
+            c._order = None
+            c = c.parent
+
+    def _own(self, s: Stream, what: str) -> int:
+        if not isinstance(s, Stream):
+            raise CircuitError(f"{what}: expected a Stream, got {type(s).__name__}")
+        if s.circuit is not self:
+            raise CircuitError(
+                f"{what}: stream {'/'.join(map(str, s.global_id))} belongs to another circuit"
+                + ("; bring a parent stream into a child with child.import_()" if self.parent is not None else ""))
+        return s.node_id
+
+    def source(self, arity: int, kind: str = "zset", n_key: int | None = None, name: str | None = None) -> Stream:
+        """An input stream; ``step`` takes its value per tick (zero when not given)."""
+        if self.parent is not None:
+            raise CircuitError("a child circuit has no sources; use child.import_(parent_stream)")
+        if kind not in ("zset", "indexed"):
+            raise CircuitError(f"a source carries zset or indexed values, not {kind!r}")
+        if kind == "indexed" and n_key is None:
+            raise CircuitError("an indexed source needs n_key")
+        name = name or f"in{len(self._sources)}"
+        if name in self._sources:
+            raise CircuitError(f"a source named {name!r} already exists")
+        s = self._new(_Node("source", len(self.nodes), [], Schema(kind, int(arity), n_key), name=name))
+        self._sources[name] = s.node_id
+        return s
+
+    def add(self, op: Operator, *inputs: Stream) -> Stream:
+        """Add an operator node fed by ``inputs``; its schema is checked now."""
+        ids = [self._own(s, op.name) for s in inputs]
+        schemas = [self.nodes[i].schema for i in ids]
+        op.check_inputs(schemas)
+        try:
+            out = op.output_schema(schemas)
+        except ArityMismatchError as e:
+            raise CircuitError(f"{op.name}: {e}") from e
+        return self._new(_Node("operator", len(self.nodes), ids, out, op=op))
+
+    def sink(self, stream: Stream, name: str | None = None) -> str:
+        """Record ``stream``'s value; ``step`` returns it under ``name``."""
+        if self.parent is not None:
+            raise CircuitError("a child circuit has no sinks; export the stream to the parent")
+        i = self._own(stream, "sink")
+        name = name or f"out{len(self._sinks)}"
+        if name in self._sinks:
+            raise CircuitError(f"a sink named {name!r} already exists")
+        self._new(_Node("sink", len(self.nodes), [i], None, name=name))
+        self._sinks[name] = i
+        return name
+
+    def delay(self, arity: int, kind: str = "zset", n_key: int | None = None) -> Feedback:
+        """A ``z^-1`` node to close a loop: ``fb = c.delay(2); ...; fb.connect(s)``."""
+        if kind not in KINDS:
+            raise CircuitError(f"unknown stream kind {kind!r}; one of {KINDS}")
+        s = self._new(_Node("feedback", len(self.nodes), [], Schema(kind, int(arity), n_key)))
+        return Feedback(self, s.node_id)
+
+    def delay_trace(self, arity: int, n_key: int | None = None) -> Feedback:
+        """A ``z1_trace`` node: the trace as it was at the previous tick (or iteration)."""
+        return self.delay(arity, "trace", arity if n_key is None else n_key)
+
+    def forward(self, schema: Schema) -> Forward:
+        """A placeholder stream connected later with ``connect`` (no delay implied)."""
+        s = self._new(_Node("forward", len(self.nodes), [], schema))
+        return Forward(self, s.node_id)
+
+    def _connect_feedback(self, node_id: int, source: Stream) -> None:
+        self._check_building()
+        node = self.nodes[node_id]
+        i = self._own(source, "feedback")
+        if node.inputs:
+            raise CircuitError(f"{node.label(self.path())} is already connected")
+        got = self.nodes[i].schema
+        if got != node.schema:
+            raise CircuitError(f"{node.label(self.path())} carries {node.schema}, cannot connect {got}")
+        node.inputs = [i]
+        self._invalidate()
+
+    def _connect_forward(self, node_id: int, source: Stream) -> None:
+        self._check_building()
+        node = self.nodes[node_id]
+        i = self._own(source, "forward")
+        if node.inputs:
+            raise CircuitError(f"{node.label(self.path())} is already connected")
+        if self.nodes[i].schema != node.schema:
+            raise CircuitError(f"{node.label(self.path())} carries {node.schema}, cannot connect {self.nodes[i].schema}")
+        cycle = self._path_between(i, node_id)
+        if cycle is not None:
+            names = " -> ".join(self.nodes[j].label(self.path()) for j in cycle + [cycle[0]])
+            raise CircuitError(f"cycle without a delay: {names}; put a c.delay() on it")
+        node.inputs = [i]
+        self._invalidate()
+
+    def _deps(self, j: int) -> list[int]:
+        node = self.nodes[j]
+        return [] if node.kind == "feedback" else node.inputs
+
+    def _path_between(self, start: int, target: int) -> list[int] | None:
+        """A dependency path target <- ... <- start, i.e. start depends on target, or None."""
+        stack, seen, parent = [start], {start}, {start: None}
+        while stack:
+            j = stack.pop()
+            if j == target:  # the nodes from target back to start, along dependencies
+                path = [j]
+                while parent[path[-1]] is not None:
+                    path.append(parent[path[-1]])
+                return path
+            for k in self._deps(j):
+                if k not in seen:
+                    seen.add(k)
+                    parent[k] = j
+                    stack.append(k)
+        return None
+
+    # ---------------------------------------------------------------- nesting
+    def child(self, *, max_iterations: int = DEFAULT_MAX_ITERATIONS, fixedpoint: str = "empty") -> Circuit:
+        """A nested circuit, iterated to a fixed point at every tick of this one."""
+        self._check_building()
+        node = _Node("child", len(self.nodes), [], None)
+        sub = Circuit(max_iterations=max_iterations, fixedpoint=fixedpoint, _parent=self, _local_id=node.local_id)
+        node.child = sub
+        self.nodes.append(node)
+        self._invalidate()
+        return sub
+
+    def import_(self, stream: Stream, mode: str = "delta0") -> Stream:
+        """Bring a parent stream into this child.
+
+        ``mode="delta0"``: the parent's value at iteration 0 and zero after (how a parent
+        delta enters a nested incremental computation); ``mode="const"``: the parent's value
+        at every iteration.
+        """
+        if self.parent is None:
+            raise CircuitError("import_ brings a parent stream into a child; this is the root")
+        if mode not in ("delta0", "const"):
+            raise CircuitError(f"import mode must be 'delta0' or 'const', got {mode!r}")
+        p = self.parent
+        i = p._own(stream, "import")
+        me = p.nodes[self.local_id]
+        if i not in me.inputs:
+            cyc = p._path_between(i, self.local_id)
+            if cyc is not None:
+                names = " -> ".join(p.nodes[j].label(p.path()) for j in cyc + [cyc[0]])
+                raise CircuitError(f"cycle without a delay: {names}")
+            me.inputs.append(i)
+        return self._new(_Node("import", len(self.nodes), [], p.nodes[i].schema, mode=mode, name=str(i)))
+
+    def export(self, stream: Stream, mode: str = "sum") -> Stream:
+        """A parent stream carrying this child's ``stream`` once the fixed point is reached.
+
+        ``mode="sum"``: the sum of its values over the epoch's iterations (for delta-form
+        recursion, the parent's delta); ``mode="last"``: its value at the last iteration.
+        """
+        if self.parent is None:
+            raise CircuitError("export sends a child stream to the parent; this is the root")
+        if mode not in ("sum", "last"):
+            raise CircuitError(f"export mode must be 'sum' or 'last', got {mode!r}")
+        i = self._own(stream, "export")
+        if mode == "sum" and self.nodes[i].schema.kind == "trace":
+            raise CircuitError("a trace stream can only be exported with mode='last'")
+        self._exports.append((i, mode))
+        p = self.parent
+        return p._new(_Node("export", len(p.nodes), [self.local_id], self.nodes[i].schema,
+                            mode=str(len(self._exports) - 1)))
+
+    # ---------------------------------------------------------------- evaluation
+    def _topo(self) -> list[int]:
+        if self._order is not None:
+            return self._order
+        for j, node in enumerate(self.nodes):
+            if node.kind in ("feedback", "forward") and not node.inputs:
+                raise CircuitError(f"{node.label(self.path())} was never connected")
+        order, state = [], [0] * len(self.nodes)  # 0 new, 1 on stack, 2 done
+        for start in range(len(self.nodes)):
+            if state[start]:
+                continue
+            stack = [(start, iter(self._deps(start)))]
+            state[start] = 1
+            while stack:
+                j, it = stack[-1]
+                k = next(it, None)
+                if k is None:
+                    stack.pop()
+                    state[j] = 2
+                    order.append(j)
+                elif state[k] == 0:
+                    state[k] = 1
+                    stack.append((k, iter(self._deps(k))))
+                elif state[k] == 1:
+                    raise CircuitError(f"cycle without a delay through {self.nodes[k].label(self.path())}")
+        self._order = order
+        return order
+
+    def _init_state(self) -> dict[int, Any]:
+        st: dict[int, Any] = {}
+        for j, node in enumerate(self.nodes):
+            if node.kind == "operator":
+                st[j] = node.op.init_state([self.nodes[i].schema for i in node.inputs], self.n_dims)
+            elif node.kind == "feedback":
+                st[j] = node.schema.empty(self.n_dims)
+            elif node.kind == "child":
+                st[j] = {"nodes": node.child._init_state(), "horizon": 0}
+        return st
+
+    def _eval(self, time: Time, given: Mapping[int, Any], state: dict[int, Any]) -> dict[int, Any]:
+        """One evaluation at ``time``; updates the staged ``state`` dict, returns all values."""
+        values: dict[int, Any] = {}
+        for j in self._topo():
+            node = self.nodes[j]
+            k = node.kind
+            if k in ("source", "import"):
+                values[j] = given.get(j) if given.get(j) is not None else node.schema.empty(self.n_dims)
+            elif k == "operator":
+                ctx = Context(time, self.n_dims, self.global_id(j))
+                out, state[j] = node.op.eval([values[i] for i in node.inputs], state[j], ctx)
+                values[j] = out
+            elif k == "feedback":
+                values[j] = state[j]
+            elif k == "forward":
+                values[j] = values[node.inputs[0]]
+            elif k == "child":
+                state[j], values[j] = node.child._run_epoch(time, values, state[j])
+            elif k == "export":
+                values[j] = values[node.inputs[0]][int(node.mode)]
+        return values
+
+    def _latch(self, values: dict[int, Any], state: dict[int, Any]) -> bool:
+        """Store every delay's next value; True when the fixed-point test holds for all."""
+        done = True
+        for j, node in enumerate(self.nodes):
+            if node.kind == "feedback":
+                new = values[node.inputs[0]]
+                if node.schema.kind != "trace":
+                    if self.fixedpoint == "empty":
+                        done = done and new.is_empty()
+                    else:
+                        done = done and new == state[j]
+                state[j] = new
+        return done
+
+    def _clock_end(self, state: dict[int, Any], frontier: Time, epoch_end: bool) -> None:
+        for j, node in enumerate(self.nodes):
+            if node.kind == "operator":
+                s = node.op.advance(state[j], frontier)
+                if epoch_end:
+                    s = node.op.reset(s, [self.nodes[i].schema for i in node.inputs], self.n_dims)
+                state[j] = s
+            elif node.kind == "feedback":
+                if node.schema.kind == "trace":
+                    state[j] = state[j].advance(frontier)
+                elif epoch_end:
+                    state[j] = node.schema.empty(self.n_dims)
+
+    def _run_epoch(self, parent_time: Time, parent_values: dict[int, Any], cstate: dict) -> tuple[dict, dict[int, Any]]:
+        """Iterate this child to a fixed point for one parent tick; returns (state, exports)."""
+        state = dict(cstate["nodes"])
+        horizon = cstate["horizon"]
+        imports = [(j, int(n.name), n.mode) for j, n in enumerate(self.nodes) if n.kind == "import"]
+        sums: dict[int, list] = {e: [] for e in range(len(self._exports))}
+        last: dict[int, Any] = {}
+        i = 0
+        while True:
+            given = {j: parent_values[p] for j, p, mode in imports if mode == "const" or i == 0}
+            t = extend(parent_time, i)
+            values = self._eval(t, given, state)
+            for e, (j, mode) in enumerate(self._exports):
+                if mode == "sum":
+                    sums[e].append(values[j])
+                else:
+                    last[e] = values[j]
+            done = self._latch(values, state)
+            ctx = Context(t, self.n_dims, self.path())
+            busy = any(n.op.pending(state[j], ctx) for j, n in enumerate(self.nodes) if n.kind == "operator")
+            i += 1
+            if done and not busy and (self.fixedpoint != "empty" or i >= horizon):
+                break
+            if i >= self.max_iterations:
+                raise CircuitError(f"child circuit {'/'.join(map(str, self.path()))} reached no fixed point "
+                                   f"within {i} iterations at time {parent_time!r}")
+        self._clock_end(state, extend(parent_time, 0), epoch_end=True)
+        out = {}
+        for e, (j, mode) in enumerate(self._exports):
+            out[e] = _sum_values(sums[e], self.nodes[j].schema) if mode == "sum" else last[e]
+        return {"nodes": state, "horizon": max(horizon, i), "iterations": i}, out
+
+    def step(self, inputs: Mapping[Any, Any] | None = None) -> dict[str, Any]:
+        """Run one tick of the root circuit; returns ``{sink name: value}``.
+
+        ``inputs`` maps a source (its name or its ``Stream``) to a ``ZSet`` (or
+        ``IndexedZSet``); absent sources carry zero. Atomic: on any error, no state changes.
+        """
+        if self.parent is not None:
+            raise CircuitError("step the root circuit; a child runs inside its parent's step")
+        if self.closed:
+            raise CircuitError("the circuit is closed; no more steps can be pushed into it")
+        given = self._inputs(inputs or {})
+        committed = self._state if self._state is not None else self._init_state()
+        state = dict(committed)
+        values = self._eval(self.time, given, state)
+        self._latch(values, state)
+        self._clock_end(state, self.time, epoch_end=False)
+        self._state = state  # commit: everything above succeeded
+        self.time += 1
+        return {name: values[j] for name, j in self._sinks.items()}
+
+    def _inputs(self, inputs: Mapping[Any, Any]) -> dict[int, Any]:
+        given = {}
+        for key, value in inputs.items():
+            if isinstance(key, Stream):
+                j = self._own(key, "step input")
+                if self.nodes[j].kind != "source":
+                    raise CircuitError(f"{self.nodes[j].label(self.path())} is not a source")
+            elif key in self._sources:
+                j = self._sources[key]
+            else:
+                raise CircuitError(f"no source named {key!r}; sources: {', '.join(self._sources) or 'none'}")
+            want, got = self.nodes[j].schema, schema_of(value)
+            if got != want:
+                raise ArityMismatchError(f"input {self.nodes[j].name}", want.arity, got.arity,
+                                         f"source carries {want}, got {got}")
+            given[j] = value
+        return given
+
+    def close(self) -> None:
+        """Finish the circuit: further ``step`` calls raise ``CircuitError``."""
+        self._root().closed = True
+
+    def iterations(self) -> int:
+        """For a child: how many iterations its last epoch took (0 before any)."""
+        if self.parent is None:
+            raise CircuitError("the root circuit does not iterate")
+        st = self.parent._root()._state
+        if st is None:
+            return 0
+        return self._lookup_state(st).get("iterations", 0)
+
+    def _lookup_state(self, root_state: dict) -> dict:
+        path = self.path()
+        st = root_state
+        for k in path[:-1]:
+            st = st[k]["nodes"]
+        return st[path[-1]]
+
+    def state_snapshot(self) -> dict[tuple[int, ...], Any]:
+        """``{global id: committed state}`` of every stateful node (for tests and tools)."""
+        out: dict[tuple[int, ...], Any] = {}
+
+        def walk(c: Circuit, st: dict) -> None:
+            for j, v in st.items():
+                if c.nodes[j].kind == "child":
+                    out[c.global_id(j) + ("horizon",)] = v["horizon"]
+                    walk(c.nodes[j].child, v["nodes"])
+                else:
+                    out[c.global_id(j)] = v
+        if self._state is not None:
+            walk(self, self._state)
+        return out
+
+    def __repr__(self) -> str:
+        kinds = [n.kind for n in self.nodes]
+        return f"Circuit(path={self.path()}, nodes={len(kinds)}, time={self.time})"
+
+
+def _sum_values(vals: list[Any], schema: Schema) -> Any:
+    if schema.kind == "zset":
+        zs = [v for v in vals if not v.is_empty()]
+        if not zs:
+            return ZSet.empty(schema.arity)
+        if len(zs) == 1:
+            return zs[0]
+        return ZSet.from_arrays(np.concatenate([z.keys for z in zs]), np.concatenate([z.weights for z in zs]),
+                                arity=schema.arity)
+    total = schema.empty()
+    for v in vals:
+        total = total.plus(v)
+    return total

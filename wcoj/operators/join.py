@@ -1,0 +1,187 @@
+"""Joins: join_stream, join_trace, the nested join_lattice, and the incremental join.
+
+The join of indexed Z-sets is bilinear (``(a1 + a2) ⋈ b = a1 ⋈ b + a2 ⋈ b``), so the
+change of ``I(a) ⋈ I(b)`` at a root tick is (DBSP §3, Dialog notes §2.9.13)::
+
+    Δ(a ⋈ b) = Δa ⋈ Δb  +  Δa ⋈ z^-1(I b)  +  z^-1(I a) ⋈ Δb
+             = join_stream(a, b) + join_trace(a, z1_trace(b)) + join_trace(b, z1_trace(a))
+
+with the last term's value columns put back in (a, b) order. Over nested times the change
+at ``t`` is ``Σ_{t1 ⊔ t2 = t} a[t1] ⋈ b[t2]``; splitting each coordinate j into
+"``a`` is at ``t_j`` and ``b`` at most ``t_j``" or "``a`` before ``t_j`` and ``b`` at ``t_j``"
+gives 2^d terms, each a join of two time boxes of the traces (``join_lattice``). In each term
+one side lies in the current epoch (small); the other side is looked up by its keys.
+
+Relies on ``wcoj.indexed`` (the bilinear ``join``), ``wcoj.trace`` and ``wcoj.circuit``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import product
+from typing import Any
+
+import numpy as np
+
+from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
+from wcoj.errors import CircuitError
+from wcoj.indexed import IndexedZSet
+from wcoj.operators.linear import infer_arity
+from wcoj.operators.traces import integrate_trace
+from wcoj.time import Box, Time, as_row
+from wcoj.trace import Trace
+from wcoj.zset import ZSet
+
+__all__ = ["JoinStream", "JoinTrace", "JoinLattice", "join_stream", "join_trace", "join_lattice",
+           "incremental_join"]
+
+
+def join_stream(a: IndexedZSet, b: IndexedZSet, fn: Callable | None = None) -> ZSet:
+    """``join_stream(a, b)[(k, u, v)] = a[k, u] * b[k, v]`` (rows: key, a's value, b's value).
+
+    >>> a = IndexedZSet.from_pairs([[0], [1], [2]], [[1], [2], [2]])
+    >>> join_stream(a, IndexedZSet.from_pairs([[0], [1]], [[1], [3]])).to_dict()
+    {(0, 1, 1): 1, (1, 2, 3): 1}
+    """
+    return a.join(b, fn)
+
+
+def join_trace(batch: IndexedZSet, trace: Trace, fn: Callable | None = None, flip: bool = False) -> ZSet:
+    """``batch ⋈ (everything in trace)``, looking up only the batch's keys.
+
+    With ``flip=True`` the output rows are (key, trace value, batch value), so that
+    ``join_trace(b, z1_trace(a), flip=True)`` lines up with ``a ⋈ b``.
+
+    >>> tr = Trace.from_batches([(0, IndexedZSet.from_pairs([[1], [1]], [[3], [4]], [1, -1]))])
+    >>> join_trace(IndexedZSet.from_pairs([[1]], [[2]], [2]), tr).to_dict()
+    {(1, 2, 3): 2, (1, 2, 4): -2}
+    """
+    if batch.is_empty():
+        out = ZSet.empty(batch.zset.arity + trace.arity - trace.n_key)
+        return out if fn is None else out.map(fn)
+    other = IndexedZSet(trace.select(keys=batch.group_keys()), trace.n_key)
+    return other.join(batch, fn) if flip else batch.join(other, fn)
+
+
+def _sides(t: tuple[int, ...], m: tuple[int, ...]) -> tuple[Box, Box]:
+    a_lo = [x if mj else None for x, mj in zip(t, m)]
+    a_hi = [x if mj else x - 1 for x, mj in zip(t, m)]
+    b_lo = [None if mj else x for x, mj in zip(t, m)]
+    return Box(a_lo, a_hi), Box(b_lo, list(t))
+
+
+def join_lattice(a: IndexedZSet, b: IndexedZSet, a_prior: Trace, b_prior: Trace, time: Time) -> ZSet:
+    """``Σ_{t1 ⊔ t2 = time} a[t1] ⋈ b[t2]`` with ``a``, ``b`` the deltas at ``time`` and the
+    priors the deltas before it (module docstring). Unmapped rows (key, a value, b value).
+
+    >>> ta = Trace(2, 1, n_dims=2).insert(IndexedZSet.from_pairs([[1]], [[5]]), (0, 1))
+    >>> tb = Trace(2, 1, n_dims=2)
+    >>> e = IndexedZSet.empty(1, 1)
+    >>> join_lattice(e, IndexedZSet.from_pairs([[1]], [[7]]), ta, tb, (1, 1)).to_dict()
+    {(1, 5, 7): 1}
+    """
+    t = as_row(time)
+    A, B = a_prior.insert(a, time), b_prior.insert(b, time)
+    nk = A.n_key
+    keys, weights = [], []
+    for m in product((1, 0), repeat=len(t)):
+        abox, bbox = _sides(t, m)
+        if abox.is_empty() or not A.may_have(abox) or not B.may_have(bbox):
+            continue
+        if m[0]:  # a is in the current epoch: small side first
+            za = A.select(abox)
+            if za.is_empty():
+                continue
+            zb = B.select(bbox, keys=IndexedZSet(za, nk).group_keys())
+        else:
+            zb = B.select(bbox)
+            if zb.is_empty():
+                continue
+            za = A.select(abox, keys=IndexedZSet(zb, nk).group_keys())
+        part = IndexedZSet(za, nk).join(IndexedZSet(zb, nk))
+        keys.append(part.keys)
+        weights.append(part.weights)
+    width = A.arity + B.arity - nk
+    if not keys:
+        return ZSet.empty(width)
+    return ZSet.from_arrays(np.concatenate(keys), np.concatenate(weights), arity=width)
+
+
+class _Join(Operator):
+    def __init__(self, fn: Callable | None = None, arity: int | None = None):
+        self.fn, self.arity = fn, arity
+
+    def _out(self, left: Schema, right: Schema) -> Schema:
+        if left.n_key != right.n_key:
+            raise CircuitError(f"{self.name}: key widths differ ({left} vs {right})")
+        width = left.arity + right.arity - left.n_key
+        if self.fn is not None and self.arity is None:
+            self.arity = infer_arity(self.fn, width)
+        return Schema("zset", width if self.fn is None else self.arity)
+
+    def _map(self, z: ZSet) -> ZSet:
+        return z if self.fn is None else z.map(self.fn, arity=self.arity)
+
+
+class JoinStream(_Join):
+    """Node form of ``join_stream(a, b)`` (the join of this tick's two values)."""
+
+    name = "join_stream"
+    input_kinds = ("indexed", "indexed")
+
+    def output_schema(self, inputs: list[Schema]) -> Schema:
+        return self._out(*inputs)
+
+    def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
+        return values[0].join(values[1], self.fn), state
+
+
+class JoinTrace(_Join):
+    """Node form of ``join_trace(batch, trace)`` (``flip`` puts the trace's value first)."""
+
+    name = "join_trace"
+    input_kinds = ("indexed", "trace")
+
+    def __init__(self, fn: Callable | None = None, arity: int | None = None, flip: bool = False):
+        super().__init__(fn, arity)
+        self.flip = flip
+
+    def output_schema(self, inputs: list[Schema]) -> Schema:
+        batch, tr = inputs
+        return self._out(tr, batch) if self.flip else self._out(batch, tr)
+
+    def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
+        return join_trace(values[0], values[1], self.fn, self.flip), state
+
+
+class JoinLattice(_Join):
+    """Node form of ``join_lattice(a, b, a_prior, b_prior)`` at the current (nested) time."""
+
+    name = "join_lattice"
+    input_kinds = ("indexed", "indexed", "trace", "trace")
+
+    def output_schema(self, inputs: list[Schema]) -> Schema:
+        return self._out(inputs[0], inputs[1])
+
+    def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
+        a, b, ta, tb = values
+        return self._map(join_lattice(a, b, ta, tb, ctx.time)), state
+
+
+def incremental_join(a: Stream, b: Stream, fn: Callable | None = None, arity: int | None = None) -> Stream:
+    """Wire ``Δ(I a ⋈ I b)`` for two indexed delta streams (in a child: over nested times).
+
+    At the root: ``join_stream(a, b) + join_trace(a, z1_trace(b)) + join_trace(b,
+    z1_trace(a))``; in a child: ``join_lattice`` over both traces.
+    """
+    c: Circuit = a.circuit
+    _, pa = integrate_trace(a)
+    _, pb = integrate_trace(b)
+    if c.n_dims > 1:
+        return c.add(JoinLattice(fn, arity), a, b, pa, pb)
+    from wcoj.operators.linear import Plus
+
+    s1 = c.add(JoinStream(fn, arity), a, b)
+    s2 = c.add(JoinTrace(fn, arity), a, pb)
+    s3 = c.add(JoinTrace(fn, arity, flip=True), b, pa)
+    return c.add(Plus(), c.add(Plus(), s1, s2), s3)

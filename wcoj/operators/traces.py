@@ -1,0 +1,165 @@
+"""Trace operators: trace_append, untimed_trace_append, z1_trace, the ``integrate_trace``
+loop, and ``lattice_delta``, the nested-time rule behind distinct_trace and aggregate.
+
+A trace stream carries the whole timed history of a delta stream. The usual loop (Dialog
+spec §2.9.9, §2.9.16)::
+
+    a ──▶ trace_append ──┬──▶ trace (every delta up to now)
+              ▲          │
+              └─ z1_trace┘──▶ prior (every delta before now)
+
+``lattice_delta(f, batch, prior, t)`` is the change at time ``t`` of ``f`` applied to the
+integral of a delta stream over lattice times: with ``V(s) = Σ_{u <= s} x[u]`` and ``e_S``
+the unit vectors of a set S of coordinates, ``out[t] = Σ_S (-1)^|S| f(V(t - e_S))`` (the
+inverse of the nested integration, DBSP §6). At the root this is ``f(V(t)) - f(V(t-1))``;
+in a child it is the four-term rule with w1, w2, w3 of ``distinct_trace``. Only keys that
+can change are evaluated: a key contributes only if it has an entry at ``t``'s first
+coordinate (the current tick or epoch), so the candidates are the batch's keys and the keys
+of the trace's entries in the current epoch, found by key and time-bound lookups.
+
+Relies on ``wcoj.circuit``, ``wcoj.trace`` and ``wcoj.time``. Used by ``distinct``,
+``aggregate`` and the recursion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
+from wcoj.errors import CircuitError
+from wcoj.indexed import IndexedZSet
+from wcoj.time import Box, Time, as_row
+from wcoj.trace import Trace
+from wcoj.zset import ZSet
+
+__all__ = ["TraceAppend", "UntimedTraceAppend", "Z1Trace", "integrate_trace", "lattice_delta",
+           "candidate_keys"]
+
+
+def _rows(x: ZSet | IndexedZSet) -> ZSet:
+    return x.zset if isinstance(x, IndexedZSet) else x
+
+
+def candidate_keys(batch: ZSet | IndexedZSet, prior: Trace, time: Time) -> np.ndarray:
+    """Key rows (sorted, unique) whose ``lattice_delta`` may be non-zero at ``time``."""
+    z, nk = _rows(batch), prior.n_key
+    t = as_row(time)
+    parts = [z.keys[:, :nk]]
+    if len(t) > 1:  # keys with an entry in the current epoch (first coordinate = t[0])
+        box = Box([t[0]] + [None] * (len(t) - 1), t)
+        rows, _, _ = prior.entries(box)
+        parts.append(rows[:, :nk])
+    return ZSet.from_arrays(np.concatenate(parts), arity=nk).keys
+
+
+def lattice_delta(f: Callable[[ZSet], ZSet], batch: ZSet | IndexedZSet, prior: Trace, time: Time,
+                  out_arity: int) -> ZSet:
+    """``Σ_S (-1)^|S| f(V(t - e_S))`` over the keys that can change (module docstring).
+
+    ``prior`` holds the deltas at every time processed before ``time`` (not ``batch``);
+    ``f`` maps a Z-set of rows of some keys to its per-key result (``ZSet.distinct``, an
+    aggregate); it must treat each key independently.
+
+    >>> prior = Trace(1).insert(ZSet.from_rows([(1,)]), 0)
+    >>> lattice_delta(ZSet.distinct, ZSet.from_dict({(1,): -1, (2,): 3}), prior, 1, 1).to_dict()
+    {(1,): -1, (2,): 1}
+    """
+    t = as_row(time)
+    cand = candidate_keys(batch, prior, t)
+    if not len(cand):
+        return ZSet.empty(out_arity)
+    now = prior.insert(batch, time)
+    keys, weights = [], []
+    for n in range(len(t) + 1):
+        for S in combinations(range(len(t)), n):
+            s = tuple(x - (j in S) for j, x in enumerate(t))
+            if min(s) < 0:
+                continue
+            part = f(now.upto(s if len(s) > 1 else s[0], keys=cand))
+            keys.append(part.keys)
+            weights.append(part.weights if n % 2 == 0 else -part.weights)
+    return ZSet.from_arrays(np.concatenate(keys), np.concatenate(weights), arity=out_arity)
+
+
+class TraceAppend(Operator):
+    """``trace_append(a, tr) = tr + {a at the current time}``: the trace grows by this tick's batch.
+
+    >>> tr = TraceAppend().eval([ZSet.from_rows([(1,)]), Trace(1)], None, Context(3, 1, ()))[0]
+    >>> tr.batches()
+    [(3, ZSet(arity=1, {(1,): 1}))]
+    """
+
+    name = "trace_append"
+    input_kinds = ("zset", "trace")
+
+    def check_inputs(self, inputs: list[Schema]) -> None:
+        kinds = tuple(s.kind for s in inputs)
+        if kinds not in (("zset", "trace"), ("indexed", "trace")):
+            raise CircuitError(f"{self.name} expects 2 inputs (zset or indexed, trace), got "
+                               f"{len(inputs)}: {', '.join(map(str, inputs)) or 'none'}")
+        a, tr = inputs
+        key = a.arity if a.n_key is None else a.n_key
+        if (a.arity, key) != (tr.arity, tr.n_key):
+            raise CircuitError(f"{self.name}: batch {a} does not fit trace {tr}")
+
+    def output_schema(self, inputs: list[Schema]) -> Schema:
+        return inputs[1]
+
+    def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
+        return values[1].insert(values[0], ctx.time), state
+
+
+class UntimedTraceAppend(TraceAppend):
+    """``untimed_trace_append(a, tr)``: add ``a`` at the least time, visible at every time.
+
+    >>> tr = UntimedTraceAppend().eval([ZSet.from_rows([(1,)]), Trace(1, n_dims=2)], None, None)[0]
+    >>> tr.upto((0, 0)).to_dict()
+    {(1,): 1}
+    """
+
+    name = "untimed_trace_append"
+
+    def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
+        return values[1].append_untimed(values[0]), state
+
+
+class Z1Trace(Operator):
+    """``z1_trace(tr)[t] = tr[t-1]``: the trace as it was one tick (iteration) ago.
+
+    Unlike ``z1``, inside a child it keeps its trace across epochs (advanced to the
+    epoch's frontier), since the nested operators need the earlier epochs' history. To
+    close the ``integrate_trace`` loop use ``Circuit.delay_trace`` (a feedback node with
+    the same meaning).
+    """
+
+    name = "z1_trace"
+    input_kinds = ("trace",)
+
+    def output_schema(self, inputs: list[Schema]) -> Schema:
+        return inputs[0]
+
+    def init_state(self, inputs: list[Schema], n_dims: int) -> Any:
+        return inputs[0].empty(n_dims)
+
+    def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
+        return state, values[0]
+
+    def advance(self, state: Any, frontier: Time) -> Any:
+        return state.advance(frontier)
+
+
+def integrate_trace(stream: Stream) -> tuple[Stream, Stream]:
+    """Wire the loop ``trace = trace_append(stream, z1_trace(trace))``; return
+    ``(trace, prior)``: the trace including the current delta, and the one before it."""
+    c: Circuit = stream.circuit
+    sch = stream.schema
+    if sch.kind == "trace":
+        raise CircuitError("integrate_trace takes a zset or indexed stream, got a trace")
+    prior = c.delay_trace(sch.arity, sch.n_key)
+    trace = c.add(TraceAppend(), stream, prior)
+    prior.connect(trace)
+    return trace, prior
