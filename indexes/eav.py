@@ -1,0 +1,227 @@
+"""The datom store: attributes, entity ids, and datoms as relations with prev/delta/curr views.
+
+Each attribute ``a`` owns one ``Relation(a, 2)`` of ``(e, v)`` rows (interned ids), so the
+classic indexes are column orders of it: EAV/AEV is ``(0, 1)``, AVE/VAE is ``(1, 0)``, built
+on demand by the relation. One more relation, ``datoms`` of ``(e, a, v, tx)``, holds every
+datom with its attribute id and transaction, for patterns whose attribute is a variable and
+for ``[e a v tx]`` patterns. ``stage`` takes a tick's change as int64 arrays (no Python loop
+per datom), ``commit``/``rollback`` apply or forget it on every relation and on the schema.
+
+Relies on ``indexes.index``, ``indexes.interner`` and ``wcoj``; used by ``queries.database``.
+
+>>> from queries.edn import Keyword   # doctest only: indexes never import queries
+>>> s = EavStore(Keyword)
+>>> s.install(Attribute(":person/name", "string"))
+>>> name = s.interner.encode("Ann")
+>>> s.stage(np.array([[1, s.aid(":person/name"), name, 1]]), np.zeros((0, 4), np.int64))
+>>> s.commit(); s.values(":person/name", 1)
+['Ann']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from indexes.index import Relation
+from indexes.interner import Interner
+from wcoj.errors import SchemaError, UnknownAttributeError
+from wcoj.zset import ZSet
+
+__all__ = ["Attribute", "EavStore", "VALUE_TYPES"]
+
+I64 = npt.NDArray[np.int64]
+VALUE_TYPES = ("ref", "string", "long", "double", "boolean", "instant", "keyword", "uuid",
+               "bigint", "bigdec", "float", "symbol", "tuple")
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """An attribute's schema: ``value_type`` is the ``:db.type/`` name without namespace."""
+
+    ident: str
+    value_type: str
+    many: bool = False
+    unique: str | None = None   # "identity", "value" or None
+    component: bool = False
+
+    def __post_init__(self) -> None:
+        if self.value_type not in VALUE_TYPES:
+            raise SchemaError(f"attribute {self.ident}: unknown value type :db.type/"
+                              f"{self.value_type}; expected one of "
+                              + ", ".join(":db.type/" + t for t in VALUE_TYPES))
+        if self.unique not in (None, "identity", "value"):
+            raise SchemaError(f"attribute {self.ident}: :db/unique must be "
+                              f":db.unique/identity or :db.unique/value, got {self.unique}")
+
+
+class EavStore:
+    """Attributes plus one ``(e, v)`` relation per attribute and the ``(e, a, v, tx)`` log."""
+
+    def __init__(self, keyword: type = str) -> None:
+        # the keyword class comes from the caller (``queries.edn.Keyword``): indexes cannot
+        # import queries, and the interner types keywords by class name
+        self.keyword = keyword
+        self.interner = Interner()
+        self.attributes: dict[str, Attribute] = {}
+        self.relations: dict[str, Relation] = {}
+        self.datoms = Relation("datoms", 4)
+        self.next_eid = 1
+        self.next_tx = 1
+        self._staged_attrs: dict[str, Attribute] = {}
+        self._staged_counters: tuple[int, int] | None = None
+        self.changed: set[str] = set()   # attributes whose relation has a staged delta
+
+    def __repr__(self) -> str:
+        return f"EavStore(attributes={len(self.attributes)}, datoms={len(self.datoms.contents())})"
+
+    # ------------------------------------------------------------------ schema
+    def attribute(self, ident: str) -> Attribute:
+        """The schema of ``ident`` (staged installs included)."""
+        a = self._staged_attrs.get(ident) or self.attributes.get(ident)
+        if a is None:
+            raise UnknownAttributeError(ident, list(self.attributes) + list(self._staged_attrs))
+        return a
+
+    def has_attribute(self, ident: str) -> bool:
+        return ident in self.attributes or ident in self._staged_attrs
+
+    def install(self, attr: Attribute) -> None:
+        """Install (or alter) an attribute at once, outside any tick."""
+        self.attributes[attr.ident] = attr
+        self.relations.setdefault(attr.ident, Relation(attr.ident, 2))
+
+    def stage_install(self, attr: Attribute) -> None:
+        """Install ``attr`` when the tick commits."""
+        self._staged_attrs[attr.ident] = attr
+
+    def aid(self, ident: str) -> int:
+        """The interned id of an attribute (the id of its keyword)."""
+        return self.interner.encode(self.keyword(ident))
+
+    def relation(self, ident: str) -> Relation:
+        """The ``(e, v)`` relation of an attribute."""
+        self.attribute(ident)
+        if ident not in self.relations:
+            self.relations[ident] = Relation(ident, 2)
+        return self.relations[ident]
+
+    # ------------------------------------------------------------------ ids
+    def new_eids(self, n: int) -> I64:
+        """Reserve ``n`` fresh entity ids (given back by ``rollback``)."""
+        if self._staged_counters is None:
+            self._staged_counters = (self.next_eid, self.next_tx)
+        out = np.arange(self.next_eid, self.next_eid + n, dtype=np.int64)
+        self.next_eid += n
+        return out
+
+    def new_tx(self) -> int:
+        if self._staged_counters is None:
+            self._staged_counters = (self.next_eid, self.next_tx)
+        self.next_tx += 1
+        return self.next_tx - 1
+
+    # ------------------------------------------------------------------ reads
+    def values(self, ident: str, eid: int, kind: str = "prev") -> list:
+        """The decoded values of ``ident`` on entity ``eid``."""
+        return self.interner.decode(self.value_ids(ident, eid, kind)).tolist()
+
+    def value_ids(self, ident: str, eid: int, kind: str = "prev") -> I64:
+        rel = self.relations.get(ident)
+        if rel is None:
+            return np.zeros(0, dtype=np.int64)
+        return _live(rel.view(kind, (0, 1)), eid)
+
+    def entity_ids(self, ident: str, vid: int, kind: str = "prev") -> I64:
+        """Entities whose ``ident`` has the value id ``vid`` (the VAE order)."""
+        rel = self.relations.get(ident)
+        if rel is None:
+            return np.zeros(0, dtype=np.int64)
+        return _live(rel.view(kind, (1, 0)), vid)
+
+    def attributes_of(self, eid: int, kind: str = "prev") -> list[str]:
+        """Idents of the attributes that entity ``eid`` has values for."""
+        return [a for a, rel in self.relations.items()
+                if len(_live(rel.view(kind, (0, 1)), eid))]
+
+    def exists(self, eid: int, kind: str = "prev") -> bool:
+        return bool(self.attributes_of(eid, kind))
+
+    def tx_of(self, rows: I64, kind: str = "prev") -> I64:
+        """The transaction of each live ``(e, a, v)`` row (-1 where absent)."""
+        view = self.datoms.view(kind, (0, 1, 2, 3))
+        rows = np.ascontiguousarray(rows, dtype=np.int64).reshape(-1, 3)
+        pos, txs = view.propose(rows)
+        out = np.full(rows.shape[0], -1, dtype=np.int64)
+        if len(pos):
+            full = np.concatenate([rows[pos], txs[:, None]], axis=1)
+            live = view.weight(full) > 0
+            out[pos[live]] = txs[live]
+        return out
+
+    # ------------------------------------------------------------------ ticks
+    def stage(self, adds: I64, retracts: I64) -> None:
+        """Stage a tick: rows ``(e, aid, v, tx)`` to add and live rows to retract.
+
+        The caller guarantees set semantics (adds are new, retracts are live); every
+        attribute's relation and the ``datoms`` relation get their delta.
+        """
+        adds = np.asarray(adds, dtype=np.int64).reshape(-1, 4)
+        retracts = np.asarray(retracts, dtype=np.int64).reshape(-1, 4)
+        rows = np.concatenate([adds, retracts])
+        weights = np.concatenate([np.ones(len(adds), np.int64), -np.ones(len(retracts), np.int64)])
+        self.datoms.stage(ZSet.from_arrays(rows, weights, arity=4))
+        by_aid = {self.aid(a): a for a in list(self.attributes) + list(self._staged_attrs)}
+        self.changed = set()
+        for aid in np.unique(rows[:, 1]).tolist():
+            ident = by_aid[aid]
+            m = rows[:, 1] == aid
+            rel = self.relation(ident)
+            rel.stage(ZSet.from_arrays(rows[m][:, [0, 2]], weights[m], arity=2))
+            self.changed.add(ident)
+
+    def commit(self) -> None:
+        for ident, attr in self._staged_attrs.items():
+            self.install(attr)
+        self._staged_attrs.clear()
+        for ident in self.changed:
+            self.relations[ident].commit()
+        self.datoms.commit()
+        self.changed = set()
+        self._staged_counters = None
+
+    def rollback(self) -> None:
+        for ident in self.changed:
+            self.relations[ident].rollback()
+        self.datoms.rollback()
+        self.changed = set()
+        for ident in self._staged_attrs:
+            if ident not in self.attributes:
+                self.relations.pop(ident, None)
+        self._staged_attrs.clear()
+        if self._staged_counters is not None:
+            self.next_eid, self.next_tx = self._staged_counters
+        self._staged_counters = None
+
+    def load(self, rows: I64) -> None:
+        """Bulk-load ``(e, aid, v, tx)`` rows into an empty store, one sort per attribute."""
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1, 4)
+        z = ZSet.from_arrays(rows, arity=4).distinct()
+        self.datoms.load(z)
+        by_aid = {self.aid(a): a for a in self.attributes}
+        keys = z.keys
+        for aid in np.unique(keys[:, 1]).tolist():
+            m = keys[:, 1] == aid
+            self.relation(by_aid[aid]).load(ZSet.from_arrays(keys[m][:, [0, 2]], arity=2).distinct())
+
+
+def _live(view, key: int) -> I64:
+    """Second-column values under ``key`` whose rows still have positive weight."""
+    prefix = np.array([[int(key)]], dtype=np.int64)
+    pos, vals = view.propose(prefix)
+    if not len(vals):
+        return vals
+    full = np.stack([np.full(len(vals), int(key), dtype=np.int64), vals], axis=1)
+    return vals[view.weight(full) > 0]

@@ -1,0 +1,186 @@
+"""Python values <-> int64 ids, with the value's type and (for numbers and instants) order kept.
+
+An id is ``tag << 56 | payload``. The tag names the type, so a decoded value comes back with
+its type (``1`` the long, ``1.0`` the double, ``True`` the boolean and ``":a"`` the keyword
+are four different ids), and ``decode`` works a whole column at a time, one numpy pass per
+tag:
+
+=====  ==========  =====================================================================
+tag    type        payload
+=====  ==========  =====================================================================
+0      ref         the entity id itself (0 <= eid < 2**56): a ref value *is* its entity
+1      long        ``v + 2**55`` for ``|v| < 2**55``: ids compare like the numbers
+2      instant     microseconds since 1970 + ``2**55`` (UTC): ids compare like the times
+3      boolean     0 or 1
+4..    others      a sequence number in a per-type table (double, string, keyword, uuid,
+                   big integers, decimals, tuples, ``None``); no order
+=====  ==========  =====================================================================
+
+Ordering comparisons in query predicates are made on *decoded* values (see
+``queries.functions``), so the unordered tables are fine; the order-preserving tags exist so
+that range filters on longs and instants could later run on ids alone.
+
+Relies on numpy only; used by ``indexes.eav`` and the query compiler.
+
+>>> it = Interner()
+>>> ids = it.encode_many([3, "x", 1.5, True, -2])
+>>> it.decode(ids).tolist()
+[3, 'x', 1.5, True, -2]
+>>> it.encode(3) > it.encode(-2), it.encode(1) == it.encode(1.0)
+(True, False)
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from wcoj.errors import InputError
+
+__all__ = ["Interner", "REF", "LONG", "INSTANT", "BOOLEAN", "TAG_SHIFT", "ref_ids", "tag_of"]
+
+I64 = npt.NDArray[np.int64]
+TAG_SHIFT = 56
+_PAYLOAD = (1 << TAG_SHIFT) - 1
+_BIAS = 1 << 55
+REF, LONG, INSTANT, BOOLEAN = 0, 1, 2, 3
+_TABLE_TAGS = {"double": 4, "string": 5, "keyword": 6, "uuid": 7, "other": 8}
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def ref_ids(eids: Any) -> I64:
+    """Entity ids as ref ids (the identity, checked to be in range)."""
+    arr = np.asarray(eids, dtype=np.int64)
+    if arr.size and (arr.min() < 0 or arr.max() > _PAYLOAD):
+        raise InputError(f"entity ids must be in [0, 2**56), got {int(arr.min())}..{int(arr.max())}")
+    return arr
+
+
+def tag_of(ids: Any) -> I64:
+    """The type tag of each id."""
+    return np.asarray(ids, dtype=np.int64) >> TAG_SHIFT
+
+
+def _kind(value: Any) -> str:
+    t = type(value)
+    if t is bool:
+        return "boolean"
+    if t is float:
+        return "double"
+    if isinstance(value, str):
+        return "keyword" if value.__class__.__name__ == "Keyword" else "string"
+    if isinstance(value, uuid.UUID):
+        return "uuid"
+    return "other"
+
+
+class Interner:
+    """A dictionary from Python values to int64 ids and back (one per store).
+
+    ``encode`` of a Python ``int`` gives a *long*; use :meth:`ref` for an entity id.
+    """
+
+    def __init__(self) -> None:
+        self._ids: dict[tuple[int, Any], int] = {}
+        self._values: dict[int, list[Any]] = {t: [] for t in _TABLE_TAGS.values()}
+
+    def __repr__(self) -> str:
+        return f"Interner(values={len(self._ids)})"
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @staticmethod
+    def ref(eid: int) -> int:
+        """The id of a reference to entity ``eid``."""
+        if not 0 <= eid <= _PAYLOAD:
+            raise InputError(f"entity id {eid} is out of range [0, 2**56)")
+        return int(eid)
+
+    def encode(self, value: Any) -> int:
+        """The id of ``value`` (a new id if it was never seen)."""
+        t = type(value)
+        if t is bool:
+            return (BOOLEAN << TAG_SHIFT) | int(value)
+        if t is int and -_BIAS <= value < _BIAS:
+            return (LONG << TAG_SHIFT) | (value + _BIAS)
+        if isinstance(value, datetime):
+            if value.tzinfo is None:
+                value = value.replace(tzinfo=timezone.utc)
+            micros = (value - _EPOCH) // timedelta(microseconds=1)
+            return (INSTANT << TAG_SHIFT) | (micros + _BIAS)
+        tag = _TABLE_TAGS[_kind(value)]
+        key = (tag, value if tag != 8 else (type(value).__name__, value))
+        found = self._ids.get(key)
+        if found is None:
+            table = self._values[tag]
+            found = (tag << TAG_SHIFT) | len(table)
+            table.append(value)
+            self._ids[key] = found
+        return found
+
+    def lookup(self, value: Any) -> int | None:
+        """The id of ``value`` if it is known (or needs no table), else ``None``."""
+        t = type(value)
+        if t is bool or (t is int and -_BIAS <= value < _BIAS) or isinstance(value, datetime):
+            return self.encode(value)
+        tag = _TABLE_TAGS[_kind(value)]
+        return self._ids.get((tag, value if tag != 8 else (type(value).__name__, value)))
+
+    def encode_many(self, values: Iterable[Any]) -> I64:
+        """Ids of many values; longs of an all-int input are encoded without a Python loop."""
+        if isinstance(values, np.ndarray) and values.dtype.kind == "i":
+            v = values.astype(np.int64)
+            if v.size and (v.min() < -_BIAS or v.max() >= _BIAS):
+                raise InputError("integers beyond +-2**55 need encode() one at a time")
+            return (np.int64(LONG) << TAG_SHIFT) | (v + _BIAS)
+        return np.fromiter((self.encode(v) for v in values), dtype=np.int64)
+
+    def decode_one(self, vid: int) -> Any:
+        """The Python value of one id."""
+        vid = int(vid)
+        tag, payload = vid >> TAG_SHIFT, vid & _PAYLOAD
+        if tag == REF:
+            return payload
+        if tag == LONG:
+            return payload - _BIAS
+        if tag == INSTANT:
+            return _EPOCH + timedelta(microseconds=payload - _BIAS)
+        if tag == BOOLEAN:
+            return bool(payload)
+        return self._values[tag][payload]
+
+    def decode(self, ids: Any) -> npt.NDArray[np.object_]:
+        """Python values of an id array (any shape), as an object array of the same shape."""
+        arr = np.asarray(ids, dtype=np.int64)
+        flat = arr.ravel()
+        out = np.empty(flat.shape[0], dtype=object)
+        tags = flat >> TAG_SHIFT
+        payload = flat & _PAYLOAD
+        for tag in np.unique(tags).tolist():
+            m = tags == tag
+            p = payload[m]
+            if tag in (REF, LONG):
+                vals = (p - (_BIAS if tag == LONG else 0)).tolist()
+            elif tag == BOOLEAN:
+                vals = [bool(x) for x in p.tolist()]
+            elif tag == INSTANT:
+                vals = [_EPOCH + timedelta(microseconds=x - _BIAS) for x in p.tolist()]
+            else:
+                table = self._values[tag]
+                vals = [table[x] for x in p.tolist()]
+            tmp = np.empty(len(vals), dtype=object)
+            tmp[:] = vals
+            out[m] = tmp
+        return out.reshape(arr.shape)
+
+    @staticmethod
+    def is_numeric_kind(value: Any) -> bool:
+        """Whether ``value`` is a Datomic number (long, double, bigint, bigdec)."""
+        return type(value) in (int, float) or isinstance(value, Decimal)

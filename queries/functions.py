@@ -1,0 +1,259 @@
+"""The built-in predicates and functions of Datomic queries, on decoded Python values.
+
+Predicates (``=``, ``not=``, ``<``, ``>``, ``<=``, ``>=`` and the boolean functions) and
+functions (``str``, ``subs``, ``+``, ``-``, ``*``, ``/``, ``quot``, ``mod``, ``inc``, ``dec``,
+``count``, ``re-find``, ``identity``, ``ground``, ``tuple``, ``untuple``, ...) are plain Python
+callables here. Comparisons are made on decoded values (the interner's ids are ordered
+only for longs and instants); values of different kinds that Python cannot order compare
+false instead of raising, so ``[(< ?x 3)]`` over mixed values simply drops those rows.
+The database functions ``get-else``, ``get-some`` and ``missing?`` need the store and live in
+the compiler.
+
+Relies on nothing of ours; used by ``queries.compile``.
+
+>>> call("str", ["a", 1, None]), call("quot", [7, 2]), call("<", [1, 2, 3])
+('a1', 3, True)
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from collections.abc import Callable
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from wcoj.errors import QueryError
+
+__all__ = ["FUNCTIONS", "DB_FUNCTIONS", "call", "is_known", "compare", "aggregate"]
+
+DB_FUNCTIONS = {"get-else", "get-some", "missing?"}
+
+
+def _chain(op: Callable[[Any, Any], bool]) -> Callable[..., bool]:
+    def pred(*xs: Any) -> bool:
+        try:
+            return all(op(a, b) for a, b in zip(xs, xs[1:]))
+        except TypeError:
+            return False
+    return pred
+
+
+def _eq(*xs: Any) -> bool:
+    return all(_same(a, xs[0]) for a in xs[1:])
+
+
+def _same(a: Any, b: Any) -> bool:
+    # 1 and True, or 1 and 1.0, are different values in Datomic
+    return a == b and (type(a) is type(b) or (isinstance(a, str) and isinstance(b, str)))
+
+
+def _str(*xs: Any) -> str:
+    return "".join("" if x is None else _to_str(x) for x in xs)
+
+
+def _to_str(x: Any) -> str:
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    if isinstance(x, datetime):
+        return x.isoformat()
+    return str(x)
+
+
+def _div(a: Any, *bs: Any) -> Any:
+    if not bs:
+        return 1 / a
+    out = a
+    for b in bs:
+        if isinstance(out, int) and isinstance(b, int) and out % b == 0:
+            out = out // b
+        else:
+            out = out / b
+    return out
+
+
+def _quot(a: Any, b: Any) -> Any:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _rem(a: Any, b: Any) -> Any:
+    return a - b * _quot(a, b)
+
+
+def _re_find(pattern: Any, s: str) -> Any:
+    m = re.search(pattern if isinstance(pattern, str) else pattern.pattern, s)
+    if m is None:
+        return None
+    return m.group(0) if not m.groups() else (m.group(0),) + m.groups()
+
+
+def _subs(s: str, start: int, end: int | None = None) -> str:
+    if start < 0 or start > len(s) or (end is not None and not start <= end <= len(s)):
+        raise QueryError(f"subs: index out of range for {s!r}: {start}..{end}")
+    return s[start:end]
+
+
+def _count(x: Any) -> int:
+    return 0 if x is None else len(x)
+
+
+def _minus(a: Any, *bs: Any) -> Any:
+    return -a if not bs else a - sum(bs)
+
+
+def _times(*xs: Any) -> Any:
+    out = 1
+    for x in xs:
+        out *= x
+    return out
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "=": _eq, "==": _chain(operator.eq),
+    "not=": lambda *xs: not _eq(*xs), "!=": lambda *xs: not _eq(*xs),
+    "<": _chain(operator.lt), ">": _chain(operator.gt),
+    "<=": _chain(operator.le), ">=": _chain(operator.ge),
+    "str": _str, "subs": _subs,
+    "+": lambda *xs: sum(xs), "-": _minus, "*": _times, "/": _div,
+    "quot": _quot, "rem": _rem, "mod": lambda a, b: a % b,
+    "inc": lambda x: x + 1, "dec": lambda x: x - 1,
+    "max": max, "min": min, "abs": abs,
+    "count": _count, "re-find": _re_find, "re-pattern": re.compile,
+    "re-matches": lambda p, s: (m.group(0) if (m := re.fullmatch(
+        p if isinstance(p, str) else p.pattern, s)) else None),
+    "identity": lambda x: x, "ground": lambda x: x,
+    "tuple": lambda *xs: tuple(xs), "untuple": lambda t: tuple(t),
+    "vector": lambda *xs: list(xs), "list": lambda *xs: list(xs),
+    "zero?": lambda x: x == 0, "pos?": lambda x: x > 0, "neg?": lambda x: x < 0,
+    "even?": lambda x: x % 2 == 0, "odd?": lambda x: x % 2 == 1,
+    "nil?": lambda x: x is None, "some?": lambda x: x is not None,
+    "true?": lambda x: x is True, "false?": lambda x: x is False,
+    "clojure.string/starts-with?": lambda s, p: s.startswith(p),
+    "clojure.string/ends-with?": lambda s, p: s.endswith(p),
+    "clojure.string/includes?": lambda s, p: p in s,
+    "clojure.string/blank?": lambda s: s is None or not s.strip(),
+    "clojure.string/lower-case": lambda s: s.lower(),
+    "clojure.string/upper-case": lambda s: s.upper(),
+    "name": lambda k: k.name if hasattr(k, "name") else str(k),
+    "namespace": lambda k: getattr(k, "namespace", None),
+    "keyword": lambda *xs: "/".join(xs),
+    "sqrt": math.sqrt, "double": float, "long": int,
+    "compare": lambda a, b: (a > b) - (a < b),
+}
+
+
+def is_known(name: str) -> bool:
+    return name in FUNCTIONS or name in DB_FUNCTIONS
+
+
+def compare(a: Any, b: Any) -> int:
+    """Total order over mixed values (numbers before strings before others)."""
+    ka, kb = _rank(a), _rank(b)
+    if ka != kb:
+        return (ka > kb) - (ka < kb)
+    try:
+        return (a > b) - (a < b)
+    except TypeError:
+        return (repr(a) > repr(b)) - (repr(a) < repr(b))
+
+
+def _rank(x: Any) -> int:
+    if x is None:
+        return 0
+    if isinstance(x, bool):
+        return 1
+    if isinstance(x, (int, float, Decimal)):
+        return 2
+    if isinstance(x, str):
+        return 3
+    if isinstance(x, datetime):
+        return 4
+    return 5
+
+
+def call(name: str, args: list[Any]) -> Any:
+    """Apply the built-in ``name`` to decoded ``args``.
+
+    Raises
+    ------
+    QueryError
+        An unknown function, or a function that fails on these arguments.
+    """
+    fn = FUNCTIONS.get(name)
+    if fn is None:
+        raise QueryError(f"unknown function {name}; known: " + ", ".join(sorted(FUNCTIONS)))
+    try:
+        return fn(*args)
+    except QueryError:
+        raise
+    except (TypeError, ValueError, ZeroDivisionError, AttributeError, re.error) as e:
+        shown = " ".join(repr(a) for a in args)
+        raise QueryError(f"({name} {shown}) failed: {e}") from e
+
+
+# ---------------------------------------------------------------------------- aggregates
+
+def _sorted(values: list[Any]) -> list[Any]:
+    import functools
+    return sorted(values, key=functools.cmp_to_key(compare))
+
+
+def _median(xs: list[Any]) -> Any:
+    s = _sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def _variance(xs: list[Any]) -> float:
+    mean = sum(xs) / len(xs)
+    return sum((x - mean) ** 2 for x in xs) / len(xs)
+
+
+def aggregate(name: str, n: int | None, values: list[Any]) -> Any:
+    """One aggregate over the bag ``values`` of one group (Datomic semantics).
+
+    ``variance`` and ``stddev`` are the population forms; ``median`` of an even count is
+    the mean of the middle two; ``(sample n ?x)`` takes ``n`` distinct values, ``(rand n
+    ?x)`` ``n`` values with replacement (both seeded, so results are repeatable).
+
+    >>> aggregate("count", None, [1, 1, 2]), aggregate("count-distinct", None, [1, 1, 2])
+    (3, 2)
+    >>> aggregate("max", 2, [3, 1, 2]), aggregate("median", None, [1, 2, 3, 4])
+    ([3, 2], 2.5)
+    """
+    import random
+    if name == "count":
+        return len(values)
+    if name == "count-distinct":
+        return len(set(values))
+    if name == "distinct":
+        return set(values)
+    if name in ("min", "max") and n is not None:
+        s = _sorted(set(values))
+        return s[:n] if name == "min" else s[::-1][:n]
+    if name == "min":
+        return _sorted(values)[0]
+    if name == "max":
+        return _sorted(values)[-1]
+    if name == "sample":
+        d = _sorted(set(values))
+        return random.Random(0).sample(d, min(n or 1, len(d)))
+    if name == "rand":
+        return random.Random(0).choices(values, k=n or 1)
+    try:
+        if name == "sum":
+            return sum(values)
+        if name == "avg":
+            return sum(values) / len(values)
+        if name == "median":
+            return _median(values)
+        if name == "variance":
+            return _variance(values)
+        if name == "stddev":
+            return math.sqrt(_variance(values))
+    except TypeError as e:
+        raise QueryError(f"aggregate {name} needs numbers: {e}") from e
+    raise QueryError(f"unknown aggregate {name}")
