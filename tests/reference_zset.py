@@ -134,19 +134,21 @@ def join(a: Z, b: Z, n_key: int) -> Z:
 
 def aggregate(a: Z, n_key: int, kind: str, column: int = 0) -> Z:
     """Per key: count (sum of weights, 0 dropped), sum (value * weight), min/max over
-    positive rows, avg as ``(sum, count)`` with count 0 dropped; weight 1 each."""
+    positive rows, avg as ``(sum, count)`` with count 0 dropped; weight 1 each.
+
+    ``Overflow`` names the first group (in key order) whose count or sum does not fit."""
     groups: dict[Row, list[tuple[int, int]]] = {}
     for r, w in sorted(a.items()):
         groups.setdefault(r[:n_key], []).append((r[n_key + column] if kind != "count" else 0, w))
     out: Z = {}
     for g, items in groups.items():
-        count = sum(w for _, w in items)
-        total = sum(v * w for v, w in items)
+        # like the kernels: every product and partial sum, in row order, must fit
+        counts, _ = segment_sum_into([w for _, w in items], [0])
+        totals, _ = segment_dot_into([v for v, _ in items], [w for _, w in items], [0])
+        if (kind in ("count", "avg") and not counts) or (kind in ("sum", "avg") and not totals):
+            raise Overflow(g)
+        count, total = (counts or [0])[0], (totals or [0])[0]
         pos = [v for v, w in items if w > 0]
-        if kind in ("count", "avg") and not fits(count):
-            raise Overflow(g)
-        if kind in ("sum", "avg") and not fits(total):
-            raise Overflow(g)
         if kind == "count" and count:
             out[g + (count,)] = 1
         elif kind == "sum":

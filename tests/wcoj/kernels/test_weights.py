@@ -1,0 +1,117 @@
+"""Each checked weight kernel equals its Python twin (``tests/reference_zset.py``), which
+decides overflow with Python ints. Also run with ``NUMBA_DISABLE_JIT=1`` by ``./dev test``."""
+
+import itertools
+
+import numpy as np
+import pytest
+import reference_zset as ref
+from hypothesis import given
+from hypothesis import strategies as st
+
+from wcoj.kernels import weights as wk
+
+I64_MIN, I64_MAX = ref.I64_MIN, ref.I64_MAX
+SENTINEL = 12345
+# Values at and just past the bounds of every check (sums, products, negation).
+EDGES = [I64_MIN, I64_MIN + 1, -(2**62) - 1, -(2**62), -(2**62) + 1, -3074457345618258603,
+         -3074457345618258602, -3037000500, -3037000499, -3, -2, -1, 0, 1, 2, 3,
+         3037000499, 3037000500, 3074457345618258602, 3074457345618258603, 2**62 - 1, 2**62,
+         2**62 + 1, I64_MAX - 1, I64_MAX]
+int64s = st.one_of(st.sampled_from(EDGES), st.integers(I64_MIN, I64_MAX), st.integers(-5, 5))
+
+
+def arr(xs) -> np.ndarray:
+    return np.array(xs, dtype=np.int64)
+
+
+def run(kernel, *args, n):
+    out = np.full(n, SENTINEL, dtype=np.int64)
+    status = kernel(*args, out)
+    return out.tolist(), int(status)
+
+
+def assert_matches(got, want):
+    (out, status), (twin_out, twin_status) = got, want
+    assert status == twin_status
+    assert out[:len(twin_out)] == twin_out  # the rows before the failing one were written
+
+
+@st.composite
+def pairs(draw):
+    a = draw(st.lists(int64s, max_size=30))
+    return a, draw(st.lists(int64s, min_size=len(a), max_size=len(a)))
+
+
+@st.composite
+def segmented(draw):
+    v, w = draw(pairs())
+    cuts = draw(st.sets(st.integers(1, max(len(w) - 1, 1)), max_size=6)) if len(w) > 1 else set()
+    return v, w, [0] + sorted(cuts) if w else []
+
+
+# ---------------------------------------------------------------- worked examples
+def test_kernels_on_literals():
+    assert run(wk.add_into, arr([1, I64_MAX]), arr([2, 1]), n=2) == ([3, SENTINEL], 1)
+    assert run(wk.multiply_into, arr([3, 2**62]), arr([-4, 2]), n=2) == ([-12, SENTINEL], 1)
+    assert run(wk.negate_into, arr([5, I64_MIN]), n=2) == ([-5, SENTINEL], 1)
+    assert run(wk.scale_into, arr([2, -3]), np.int64(-2), n=2) == ([-4, 6], -1)
+    assert run(wk.segment_sum_into, arr([1, 2, 3, 4]), arr([0, 2]), n=2) == ([3, 7], -1)
+    assert run(wk.segment_dot_into, arr([1, 2, 3]), arr([4, 5, 6]), arr([0, 1]), n=2) == ([4, 28], -1)
+    # a running sum that leaves int64 is refused even when the total would fit again
+    assert run(wk.segment_sum_into, arr([I64_MAX, 1, -2]), arr([0]), n=1)[1] == 0
+
+
+def test_multiply_equals_twin_on_every_pair_of_edges():
+    a, b = zip(*itertools.product(EDGES, EDGES))
+    for i, (x, y) in enumerate(zip(a, b)):  # one row each, so every pair is decided
+        got = run(wk.multiply_into, arr([x]), arr([y]), n=1)
+        assert_matches(got, ref.multiply_into([x], [y])), (i, x, y)
+
+
+def test_add_equals_twin_on_every_pair_of_edges():
+    for x, y in itertools.product(EDGES, EDGES):
+        assert_matches(run(wk.add_into, arr([x]), arr([y]), n=1), ref.add_into([x], [y]))
+
+
+# ---------------------------------------------------------------- twins
+@given(pairs())
+def test_add_into_equals_twin(ab):
+    a, b = ab
+    assert_matches(run(wk.add_into, arr(a), arr(b), n=len(a)), ref.add_into(a, b))
+
+
+@given(pairs())
+def test_multiply_into_equals_twin(ab):
+    a, b = ab
+    assert_matches(run(wk.multiply_into, arr(a), arr(b), n=len(a)), ref.multiply_into(a, b))
+
+
+@given(st.lists(int64s, max_size=30))
+def test_negate_into_equals_twin(a):
+    assert_matches(run(wk.negate_into, arr(a), n=len(a)), ref.negate_into(a))
+
+
+@given(st.lists(int64s, max_size=30), int64s)
+def test_scale_into_equals_twin(a, c):
+    assert_matches(run(wk.scale_into, arr(a), np.int64(c), n=len(a)), ref.scale_into(a, c))
+
+
+@given(segmented())
+def test_segment_sum_into_equals_twin(vws):
+    _, w, starts = vws
+    got = run(wk.segment_sum_into, arr(w), arr(starts), n=len(starts))
+    assert_matches(got, ref.segment_sum_into(w, starts))
+
+
+@given(segmented())
+def test_segment_dot_into_equals_twin(vws):
+    v, w, starts = vws
+    got = run(wk.segment_dot_into, arr(v), arr(w), arr(starts), n=len(starts))
+    assert_matches(got, ref.segment_dot_into(v, w, starts))
+
+
+@pytest.mark.parametrize("kernel", [wk.segment_sum_into])
+def test_single_segment_covers_everything(kernel):
+    w = arr(range(100))
+    assert run(kernel, w, arr([0]), n=1) == ([4950], -1)
