@@ -1,0 +1,302 @@
+"""The Datalog database: transactions, one-off queries, and views kept up to date.
+
+``Database.transact`` takes Datomic transaction data (EDN text or Python data with keywords
+written as ``":ns/name"`` strings): list forms ``[":db/add", e, a, v]``,
+``[":db/retract", e, a, v]``, ``[":db/retractEntity", e]``, map forms with ``:db/id``,
+attribute installs (``:db/ident``/``:db/valueType``/``:db/cardinality``/``:db/unique``,
+``:db.install/_attribute`` style too), string tempids and ``#db/id [:db.part/user -100]``
+tempids, lookup refs ``[attr value]``, reverse attributes in maps, nested maps for refs, and
+upserts through ``:db.unique/identity``. A transaction is a set of datoms: re-adding a datom
+or retracting a missing one changes nothing, and cardinality-one replaces the old value.
+
+A transaction is atomic, like a ``Graph`` tick (``queries.graph``): it is validated and
+resolved, staged on every relation, every view computes its change, and only then is
+everything committed; any error rolls all of it back and leaves the database and every view
+as they were.
+
+Views (``Database.view``) of conjunctive queries are ``IncrementalGenericJoin`` deltas (work
+proportional to the change); other views (``not``, ``or``, rules, aggregates, functions,
+pull, collection inputs) are recomputed on the staged state when a transaction touches an
+attribute they read, and their change is the difference of the two results.
+
+Relies on ``indexes.eav``, ``queries.compile``, ``queries.parse``; the user-facing facade.
+
+>>> db = Database()
+>>> _ = db.transact('''[{:db/ident :person/name :db/valueType :db.type/string
+...                      :db/cardinality :db.cardinality/one :db/unique :db.unique/identity}
+...                     {:db/ident :person/friend :db/valueType :db.type/ref
+...                      :db/cardinality :db.cardinality/many}]''')
+>>> r = db.transact([{":db/id": "a", ":person/name": "Ann"},
+...                  {":db/id": "b", ":person/name": "Bob", ":person/friend": "a"}])
+>>> friends = db.view('[:find ?n ?f :where [?x :person/name ?n] [?x :person/friend ?y] '
+...                   '[?y :person/name ?f]]')
+>>> friends.result()
+{('Bob', 'Ann')}
+>>> r = db.transact([[":db/add", r.tempids["a"], ":person/friend", r.tempids["b"]]])
+>>> sorted(r.views[friends.name].added)
+[('Ann', 'Bob')]
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from indexes.eav import EavStore
+from queries.ast import (
+    And, Const, FindColl, FindPull, FindScalar, FindTuple, FnCall, Not, NotJoin, Or, OrJoin,
+    Pattern, Predicate, Query,
+)
+from queries.compile import Evaluator, JoinPlan, _ref_vars, bind_inputs, find_rows
+from queries.edn import Keyword, hashable, loads
+from queries.functions import compare
+from queries.parse import check_rules, parse_query
+from queries.transact import resolve
+from wcoj.errors import QueryError, SchemaError, WcojError
+
+__all__ = ["Database", "View", "Report", "Change"]
+
+@dataclass
+class Change:
+    """Rows a view gained and lost in one transaction (decoded Python tuples)."""
+
+    added: list = field(default_factory=list)
+    removed: list = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed)
+
+
+@dataclass
+class Report:
+    """What a transaction did: datoms ``(e, attr, value, added)``, tempids, view changes."""
+
+    tx: int
+    tx_data: list
+    tempids: dict
+    views: dict[str, Change]
+    seconds: float = 0.0
+
+
+class View:
+    """A query kept up to date: ``result()`` always equals ``db.q`` of the same query."""
+
+    def __init__(self, db: Database, name: str, query: Query, inputs: tuple):
+        self.db, self.name, self.query, self.inputs = db, name, query, inputs
+        ev = db._evaluator("prev", query, inputs)
+        table, rules = bind_inputs(ev, query, inputs)
+        self.plan: JoinPlan | None = None
+        if JoinPlan.eligible(query, table):
+            consts = dict(zip(table.vars, next(iter(table.rows))))
+            self.plan = JoinPlan(ev, query, consts)
+            z = self.plan.join.batch("prev")
+            self._counts = dict(zip(map(tuple, z.keys.tolist()), z.weights.tolist()))
+        else:
+            self._rows = {hashable(r): r for r in db._rows(query, inputs, "prev")}
+        self.attrs = _attributes_read(query, rules)
+        self.last_change = Change()
+        self._staged: tuple | None = None
+
+    def __repr__(self) -> str:
+        mode = "incremental join" if self.plan else "recompute on change"
+        return f"View({self.name!r}, {mode}, rows={len(self._current())})"
+
+    def _current(self) -> list:
+        if self.plan is None:
+            return list(self._rows.values())
+        ids = [k for k, c in self._counts.items() if c > 0]
+        if not ids:
+            return []
+        dec = self.db.store.interner.decode(np.array(ids, dtype=np.int64)).tolist()
+        return [tuple(r) for r in dec]
+
+    def result(self) -> Any:
+        """The current answer, shaped by the find spec like ``Database.q``."""
+        return _shape(self.query, self._current())
+
+    def _stage(self, changed: set[str]) -> Change:
+        if self.plan is not None:
+            z = self.plan.join.delta()
+            counts, added, removed = {}, [], []
+            for key, w in zip(map(tuple, z.keys.tolist()), z.weights.tolist()):
+                old = self._counts.get(key, 0)
+                new = old + w
+                counts[key] = new
+                if old <= 0 < new:
+                    added.append(key)
+                elif new <= 0 < old:
+                    removed.append(key)
+            dec = self.db.store.interner.decode
+            ch = Change([tuple(r) for r in dec(np.array(added, dtype=np.int64)).tolist()]
+                        if added else [],
+                        [tuple(r) for r in dec(np.array(removed, dtype=np.int64)).tolist()]
+                        if removed else [])
+            self._staged = ("counts", counts)
+            return ch
+        if self.attrs is not None and not (self.attrs & changed):
+            self._staged = None
+            return Change()
+        rows = {hashable(r): r for r in self.db._rows(self.query, self.inputs, "curr")}
+        ch = Change([rows[k] for k in rows.keys() - self._rows.keys()],
+                    [self._rows[k] for k in self._rows.keys() - rows.keys()])
+        self._staged = ("rows", rows)
+        return ch
+
+    def _commit(self, change: Change) -> None:
+        if self._staged is not None:
+            kind, state = self._staged
+            if kind == "counts":
+                for k, c in state.items():
+                    if c:
+                        self._counts[k] = c
+                    else:
+                        self._counts.pop(k, None)
+            else:
+                self._rows = state
+        self._staged = None
+        self.last_change = change
+
+
+def _attributes_read(query: Query, rules: list) -> set[str] | None:
+    """Attributes a query reads, or ``None`` when it may read any (attribute variables,
+    pull, database functions)."""
+    if any(isinstance(e, FindPull) for e in query.find.elements):
+        return None
+    out: set[str] = set()
+    todo = list(query.where) + [c for r in rules for c in r.body]
+    while todo:
+        c = todo.pop()
+        if isinstance(c, Pattern):
+            if len(c.terms) < 2 or not isinstance(c.terms[1], Const):
+                return None
+            out.add(str(c.terms[1].value))
+        elif isinstance(c, (FnCall, Predicate)) and c.fn in ("get-else", "get-some", "missing?"):
+            return None
+        elif isinstance(c, (Not, NotJoin, Or, OrJoin, And)):
+            todo.extend(c.clauses)
+    return out
+
+
+def _sort(rows: list) -> list:
+    def cmp(a: Any, b: Any) -> int:
+        for x, y in zip(a, b):
+            c = compare(x, y)
+            if c:
+                return c
+        return 0
+    try:
+        return sorted(rows, key=functools.cmp_to_key(cmp))
+    except TypeError:
+        return rows
+
+
+def _shape(query: Query, rows: list) -> Any:
+    f = query.find
+    if query.keys is not None:
+        keys = [str(k).lstrip(":") for k in query.keys]
+        if isinstance(f, FindTuple):
+            return dict(zip(keys, rows[0])) if rows else None
+        return [dict(zip(keys, r)) for r in _sort(rows)]
+    if isinstance(f, FindColl):
+        return [r[0] for r in _sort(rows)]
+    if isinstance(f, FindTuple):
+        return _sort(rows)[0] if rows else None
+    if isinstance(f, FindScalar):
+        return _sort(rows)[0][0] if rows else None
+    try:
+        return set(rows)
+    except TypeError:  # pulled maps or collection aggregates are not hashable
+        return _sort(rows)
+
+
+class Database:
+    """A Datomic-style database of datoms with queries and incrementally maintained views."""
+
+    def __init__(self) -> None:
+        self.store = EavStore(Keyword)
+        self.views: dict[str, View] = {}
+        self._names = itertools.count()
+        self.n_tx = 0
+
+    def __repr__(self) -> str:
+        return (f"Database(attributes={len(self.store.attributes)}, "
+                f"datoms={len(self.store.datoms.contents())}, views={list(self.views)})")
+
+    # ------------------------------------------------------------------ queries
+    def _parse(self, query: Any) -> Query:
+        return query if isinstance(query, Query) else parse_query(query)
+
+    def _evaluator(self, kind: str, query: Query, inputs: tuple) -> Evaluator:
+        ev = Evaluator(self.store, kind, (), _ref_vars(query.where, self.store))
+        _, rules = bind_inputs(ev, query, inputs)
+        if rules:
+            check_rules(query, rules)
+        return Evaluator(self.store, kind, rules, _ref_vars(query.where, self.store))
+
+    def _rows(self, query: Query, inputs: tuple, kind: str) -> list:
+        ev = self._evaluator(kind, query, inputs)
+        table, _ = bind_inputs(ev, query, inputs)
+        return find_rows(ev, query, ev.run(query.where, table))
+
+    def q(self, query: Any, *inputs: Any) -> Any:
+        """Answer ``query`` (EDN text, Python data or a parsed ``Query``) once.
+
+        Returns a set of tuples (relation find), a list (collection, or ``:keys``), a tuple,
+        or a scalar; ``None`` for a tuple or scalar find that matched nothing.
+        """
+        q = self._parse(query)
+        return _shape(q, self._rows(q, inputs, "prev"))
+
+    def view(self, query: Any, *inputs: Any, name: str | None = None) -> View:
+        """Register a view of ``query``: maintained by every later transaction."""
+        q = self._parse(query)
+        name = name or f"view{next(self._names)}"
+        if name in self.views:
+            raise QueryError(f"a view named {name!r} exists already")
+        v = View(self, name, q, inputs)
+        self.views[name] = v
+        return v
+
+    def drop_view(self, name: str) -> None:
+        self.views.pop(name, None)
+
+    def explain(self, query: Any, *inputs: Any) -> str:
+        """The plan: how the query runs, the variable order and estimated sizes."""
+        from queries.plan import explain
+        return explain(self, self._parse(query), inputs)
+
+    # ------------------------------------------------------------------ transactions
+    def transact(self, tx: Any) -> Report:
+        """Apply one transaction atomically and return its report.
+
+        Raises
+        ------
+        SchemaError : a value of the wrong type, an unknown tempid, a uniqueness conflict,
+            two values for one cardinality-one attribute, a missing lookup ref.
+        UnknownAttributeError : an attribute that is not installed (with the closest name).
+        EdnSyntaxError : malformed EDN text.
+        """
+        t0 = time.perf_counter()
+        data = loads(tx) if isinstance(tx, str) else tx
+        if not isinstance(data, (list, tuple)):
+            raise SchemaError(f"a transaction is a vector of forms, found {type(data).__name__}")
+        store = self.store
+        try:
+            adds, retracts, tx_id, tempids, tx_data = resolve(store, data)
+            store.stage(adds, retracts)
+            changes = {name: v._stage(store.changed) for name, v in self.views.items()}
+        except (WcojError, MemoryError, KeyboardInterrupt):
+            store.rollback()
+            for v in self.views.values():
+                v._staged = None
+            raise
+        store.commit()
+        for name, v in self.views.items():
+            v._commit(changes[name])
+        self.n_tx += 1
+        return Report(tx_id, tx_data, tempids, changes, time.perf_counter() - t0)

@@ -1,0 +1,281 @@
+"""Transaction data -> the datoms a transaction adds and retracts, checked against the schema.
+
+``resolve`` expands list and map forms, installs attributes (staged, so a failed transaction
+installs nothing), resolves tempids (strings, ``#db/id [:db.part/user -100]``, maps without
+``:db/id``; upserts through ``:db.unique/identity``), lookup refs, reverse attributes and
+nested maps, checks every value's type, and applies set semantics, cardinality-one
+replacement and uniqueness. It reads the store but changes nothing in it except reserving
+entity ids (which ``EavStore.rollback`` gives back).
+
+Relies on ``indexes.eav`` and ``queries.edn``; used by ``queries.database``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from datetime import date, datetime, timezone
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+
+from indexes.eav import Attribute, EavStore
+from queries.edn import Keyword, Tagged
+from wcoj.errors import SchemaError
+
+__all__ = ["resolve"]
+
+_SCHEMA_KEYS = {":db/ident", ":db/valueType", ":db/cardinality", ":db/unique", ":db/doc",
+                ":db/isComponent", ":db/index", ":db/fulltext", ":db/noHistory",
+                ":db.install/_attribute", ":db/id"}
+_anon = itertools.count()
+
+
+class _TempId:
+    """A tempid with no name: ``#db/id [:db.part/user]`` or a map without ``:db/id``."""
+
+    def __init__(self) -> None:
+        self.n = next(_anon)
+
+    def __repr__(self) -> str:
+        return f"#tempid{self.n}"
+
+
+def _kw(x: Any) -> Any:
+    return Keyword(x) if type(x) is str and len(x) > 1 and x[0] == ":" else x
+
+
+def _is_tempid(x: Any) -> bool:
+    return (type(x) is str) or isinstance(x, (Tagged, _TempId))
+
+
+def _tempid_key(x: Any) -> Any:
+    if isinstance(x, Tagged):
+        v = x.value if isinstance(x.value, list) else [x.value]
+        return x if len(v) >= 2 else _TempId()
+    return x
+
+
+def _install(store: EavStore, m: dict) -> None:
+    ident = str(m[":db/ident"])
+    vt = str(m.get(":db/valueType", ""))
+    card = str(m.get(":db/cardinality", ":db.cardinality/one"))
+    unique = m.get(":db/unique")
+    if not vt.startswith(":db.type/"):
+        raise SchemaError(f"attribute {ident}: :db/valueType must be a :db.type/... keyword, "
+                          f"got {vt or 'nothing'}")
+    if card not in (":db.cardinality/one", ":db.cardinality/many"):
+        raise SchemaError(f"attribute {ident}: :db/cardinality must be :db.cardinality/one or "
+                          f":db.cardinality/many, got {card}")
+    store.stage_install(Attribute(
+        ident, vt.split("/", 1)[1], card.endswith("many"),
+        str(unique).split("/", 1)[1] if unique else None, bool(m.get(":db/isComponent"))))
+
+
+def _check_value(attr: Attribute, v: Any) -> Any:
+    """The value coerced to the attribute's type, or a SchemaError naming all three."""
+    t = attr.value_type
+    ok: Any = None
+    if t == "string" and type(v) is str:
+        ok = v
+    elif t in ("long", "bigint") and type(v) is int:
+        ok = v
+    elif t in ("double", "float") and type(v) in (float, int):
+        ok = float(v)
+    elif t == "boolean" and type(v) is bool:
+        ok = v
+    elif t == "instant" and isinstance(v, datetime):
+        ok = v if v.tzinfo else v.replace(tzinfo=timezone.utc)
+    elif t == "instant" and isinstance(v, date):
+        ok = datetime(v.year, v.month, v.day, tzinfo=timezone.utc)
+    elif t == "keyword" and isinstance(v, str) and v.startswith(":"):
+        ok = Keyword(v)
+    elif t == "uuid" and isinstance(v, uuid.UUID):
+        ok = v
+    elif t == "bigdec" and isinstance(v, (Decimal, int)) and type(v) is not bool:
+        ok = Decimal(v)
+    elif t in ("symbol", "tuple"):
+        ok = v
+    if ok is None:
+        raise SchemaError(f"value {v!r} of type {type(v).__name__} for attribute {attr.ident} "
+                          f"does not match its type :db.type/{t}")
+    return ok
+
+
+def _expand(store: EavStore, data: list) -> list[tuple]:
+    """Forms -> ``(op, e, attr, value)`` with ``op`` "add"/"retract"/"retractEntity"."""
+    ops: list[tuple] = []
+
+    def entity_map(m: dict) -> Any:
+        m = {str(_kw(k)): v for k, v in m.items()}
+        if ":db/ident" in m and ":db/valueType" in m:
+            _install(store, m)
+            return None
+        e = _tempid_key(m[":db/id"]) if ":db/id" in m else _TempId()
+        if isinstance(e, list) and len(e) == 2:
+            e = tuple(e)  # lookup ref
+        for k, v in m.items():
+            if k in _SCHEMA_KEYS:
+                continue
+            kw = Keyword(k)
+            reverse = kw.namespace and kw.name.startswith("_")
+            attr = f":{kw.namespace}/{kw.name[1:]}" if reverse else k
+            schema = store.attribute(attr)
+            if isinstance(v, (set, frozenset)):
+                values = list(v)
+            elif isinstance(v, list) and not (schema.value_type == "ref" and _lookup_like(v)) \
+                    and (schema.many or schema.value_type == "ref"):
+                values = v
+            else:
+                values = [v]
+            for x in values:
+                if isinstance(x, dict):
+                    x = entity_map(x)
+                if reverse:
+                    ops.append(("add", x, attr, e))
+                else:
+                    ops.append(("add", e, attr, x))
+        return e
+
+    for form in data:
+        if isinstance(form, dict):
+            entity_map(form)
+        elif isinstance(form, (list, tuple)) and form:
+            op = str(_kw(form[0]))
+            if op in (":db/add", ":db/retract") and len(form) == 4:
+                e = _tempid_key(form[1])
+                ops.append((op[4:], tuple(e) if isinstance(e, list) else e, str(_kw(form[2])),
+                            form[3]))
+            elif op in (":db/retractEntity", ":db.fn/retractEntity") and len(form) == 2:
+                ops.append(("retractEntity", form[1], None, None))
+            else:
+                raise SchemaError(f"bad transaction form {form!r}; expected [:db/add e a v], "
+                                  "[:db/retract e a v], [:db/retractEntity e] or a map")
+        else:
+            raise SchemaError(f"bad transaction form {form!r}")
+    return ops
+
+
+def _lookup_like(v: Any) -> bool:
+    return isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and v[0][:1] == ":" \
+        and not isinstance(v[1], (list, dict))
+
+
+def resolve(store: EavStore, data: list):
+    """Resolve a transaction: ``(adds, retracts, tx, tempids, tx_data)``.
+
+    ``adds`` and ``retracts`` are ``(e, aid, v, tx)`` arrays ready for ``EavStore.stage``.
+    """
+    ops = _expand(store, list(data))
+    interner = store.interner
+
+    def lookup(ref: tuple) -> int:
+        attr, value = str(_kw(ref[0])), ref[1]
+        schema = store.attribute(attr)
+        if schema.unique is None:
+            raise SchemaError(f"lookup ref {list(ref)}: {attr} is not a unique attribute")
+        ids = store.entity_ids(attr, interner.encode(_check_value(schema, value)))
+        if not len(ids):
+            raise SchemaError(f"lookup ref {list(ref)} matches no entity")
+        return int(ids[0])
+
+    # tempids: upsert through unique identity values, else fresh ids
+    tempids: dict[Any, int] = {}
+    as_entity = {e for op, e, _, _ in ops if _is_tempid(e)}
+    for op, e, attr, v in ops:
+        if op == "add" and _is_tempid(e) and e not in tempids:
+            schema = store.attribute(attr)
+            if schema.unique == "identity" and not _is_tempid(v):
+                ids = store.entity_ids(attr, interner.encode(_check_value(schema, v)))
+                if len(ids):
+                    tempids[e] = int(ids[0])
+    fresh = [e for e in dict.fromkeys(e for _, e, _, _ in ops if _is_tempid(e))
+             if e not in tempids]
+    for e, eid in zip(fresh, store.new_eids(len(fresh)).tolist()):
+        tempids[e] = eid
+
+    def entity(x: Any) -> int:
+        if _is_tempid(x):
+            return tempids[x]
+        if isinstance(x, (tuple, list)) and len(x) == 2:
+            return lookup(tuple(x))
+        if type(x) is int and x > 0:
+            if x >= store.next_eid:
+                raise SchemaError(f"entity id {x} does not exist; use a tempid for new entities")
+            return x
+        raise SchemaError(f"bad entity {x!r}; expected an entity id, a tempid or a lookup ref")
+
+    def value(schema: Attribute, v: Any) -> int:
+        if schema.value_type == "ref":
+            key = _tempid_key(v) if isinstance(v, Tagged) else v
+            if _is_tempid(key):
+                if key not in as_entity:
+                    raise SchemaError(f"unknown tempid {key!r} used as the value of "
+                                      f"{schema.ident}: no entity in this transaction has it")
+                return interner.ref(tempids[key])
+            return interner.ref(entity(key))
+        return interner.encode(_check_value(schema, v))
+
+    tx = store.new_tx()
+    want: dict[tuple[int, int, int], bool] = {}
+    idents: dict[int, str] = {}
+    for op, e, attr, v in ops:
+        if op == "retractEntity":
+            eid = entity(e)
+            for a in store.attributes_of(eid):
+                aid = store.aid(a)
+                idents[aid] = a
+                for vid in store.value_ids(a, eid).tolist():
+                    want[(eid, aid, vid)] = False
+            continue
+        schema = store.attribute(attr)
+        aid = store.aid(attr)
+        idents[aid] = attr
+        want[(entity(e), aid, value(schema, v))] = op == "add"
+    return _datoms(store, want, idents, tx, tempids)
+
+
+def _datoms(store: EavStore, want: dict, idents: dict, tx: int, tempids: dict):
+    keys = list(want)
+    rows = np.array(keys, dtype=np.int64).reshape(-1, 3)
+    have = store.tx_of(rows) >= 0
+    flags = np.array([want[k] for k in keys], dtype=bool)
+    add_rows = {k for k, h, f in zip(keys, have.tolist(), flags.tolist()) if f and not h}
+    ret_rows = {k for k, h, f in zip(keys, have.tolist(), flags.tolist()) if not f and h}
+    # cardinality one: one new value per (e, a), the old value is retracted
+    seen: dict[tuple[int, int], int] = {}
+    for (e, aid, vid), f in want.items():
+        schema = store.attribute(idents[aid])
+        if f and not schema.many:
+            if seen.setdefault((e, aid), vid) != vid:
+                a, b = store.interner.decode([seen[(e, aid)], vid]).tolist()
+                raise SchemaError(f"two values {a!r} and {b!r} for cardinality-one attribute "
+                                  f"{schema.ident} of entity {e} in one transaction")
+            for old in store.value_ids(schema.ident, e).tolist():
+                if old != vid:
+                    ret_rows.add((e, aid, old))
+    # uniqueness: a value of a unique attribute belongs to one entity
+    owner: dict[tuple[int, int], int] = {}
+    for e, aid, vid in add_rows:
+        schema = store.attribute(idents[aid])
+        if schema.unique is None:
+            continue
+        others = {int(x) for x in store.entity_ids(schema.ident, vid)} - {
+            x for x, a, v in ret_rows if a == aid and v == vid}
+        if owner.setdefault((aid, vid), e) != e or others - {e}:
+            shown = store.interner.decode_one(vid)
+            raise SchemaError(f"unique value {shown!r} of {schema.ident} already belongs to "
+                              f"entity {min(others - {e}) if others - {e} else owner[(aid, vid)]}"
+                              f"; cannot assert it for entity {e}")
+    adds = np.array([k + (tx,) for k in sorted(add_rows)], dtype=np.int64).reshape(-1, 4)
+    ret = sorted(ret_rows)
+    old_tx = store.tx_of(np.array(ret, dtype=np.int64).reshape(-1, 3))
+    retracts = np.array([k + (t,) for k, t in zip(ret, old_tx.tolist())],
+                        dtype=np.int64).reshape(-1, 4)
+    dec = store.interner.decode_one
+    tx_data = [(e, Keyword(idents[a]), dec(v), True) for e, a, v in sorted(add_rows)] + \
+              [(e, Keyword(idents[a]), dec(v), False) for e, a, v in ret]
+    names = {(k if not isinstance(k, Tagged) else k.value[-1]): v for k, v in tempids.items()
+             if not isinstance(k, _TempId)}
+    return adds, retracts, tx, names, tx_data
