@@ -1,0 +1,182 @@
+"""Log-structured indexes and relations: the three views of a tick, commit and rollback,
+geometric merging (few runs, O(N log N) rows rewritten) and indexes built on demand."""
+
+import math
+from itertools import permutations
+
+import numpy as np
+import pytest
+import reference_joins as ref
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import indexes.index as index_mod
+from indexes import IncrementalIndex, Relation
+from wcoj.errors import ArityMismatchError, InputError
+from wcoj.zset import ZSet
+
+weights = st.integers(-2, 3).filter(bool)
+
+
+def deltas(arity, domain=4, max_size=8):
+    return st.dictionaries(st.tuples(*[st.integers(0, domain)] * arity), weights, max_size=max_size)
+
+
+def permuted(d: dict, columns) -> dict:
+    return {tuple(r[c] for c in columns): w for r, w in sorted(d.items())}
+
+
+@st.composite
+def streams(draw):
+    arity = draw(st.integers(1, 3))
+    columns = draw(st.permutations(range(arity)))
+    ticks = draw(st.lists(st.tuples(deltas(arity), st.booleans()), min_size=1, max_size=10))
+    return arity, tuple(columns), ticks
+
+
+@pytest.fixture(params=[index_mod.MIN_RUN, 1], ids=["default", "min_run=1"])
+def min_run(request, monkeypatch):
+    """Run each test with the eager small-run merging on (default) and off (min_run=1),
+    so that several runs exist even for small inputs."""
+    monkeypatch.setattr(index_mod, "MIN_RUN", request.param)
+    return request.param
+
+
+# ------------------------------------------------------------------ IncrementalIndex
+@settings(max_examples=30,  # the fixture only patches a constant: safe to share across examples
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(streams())
+def test_views_of_every_tick_equal_the_integral(min_run, s):
+    arity, columns, ticks = s
+    idx = IncrementalIndex(arity, columns)
+    integral = {}
+    for delta, commit in ticks:
+        idx.stage(ZSet.from_dict(delta, arity=arity))
+        assert idx.view("prev").to_zset().to_dict() == permuted(integral, columns)
+        assert idx.view("delta").to_zset().to_dict() == permuted(delta, columns)
+        assert idx.view("curr").to_zset().to_dict() == permuted(ref.zadd(integral, delta), columns)
+        if commit:
+            idx.commit()
+            integral = ref.zadd(integral, delta)
+        else:
+            idx.rollback()
+        assert idx.view("prev").to_zset().to_dict() == permuted(integral, columns)
+        assert idx.view("delta").to_zset().to_dict() == {}
+        assert all(len(r) for r in idx.runs)           # no empty runs are kept
+        for a, b in zip(idx.runs, idx.runs[1:]):       # the geometric invariant
+            assert len(a) > index_mod.MERGE_RATIO * len(b) or len(a) < min_run
+
+
+def test_many_single_row_commits_keep_few_runs(min_run):
+    n = 2000
+    rng = np.random.default_rng(0)
+    idx = IncrementalIndex(2, (1, 0))
+    integral = {}
+    for i in range(n):
+        row = (int(rng.integers(0, 10**6)), i)
+        idx.stage(ZSet.from_dict({row: 1}))
+        idx.commit()
+        integral[row] = 1
+    assert len(idx.runs) <= 10
+    if min_run == 1:
+        # rows rewritten by merges: a rebuild per commit would be ~n^2/2 = 2,000,000;
+        # geometric merging grows a row's run by >= 5/4 each time it is rewritten
+        assert len(idx.runs) <= math.log(n, index_mod.MERGE_RATIO) + 2
+        assert idx.n_merged_rows <= n * (math.log(n, 1.25) + 1)
+    assert idx.view("prev").to_zset().to_dict() == permuted(integral, (1, 0))
+
+
+def test_deletes_that_cancel_a_whole_run_drop_it(min_run):
+    idx = IncrementalIndex(2, (0, 1))
+    for i in range(40):
+        idx.stage(ZSet.from_rows([(i, i)]))
+        idx.commit()
+    for i in range(40):
+        idx.stage(ZSet.from_dict({(i, i): -1}))
+        idx.commit()
+    assert idx.runs == [] and idx.view("prev").to_zset().to_dict() == {}
+
+
+def test_load_replaces_the_committed_state():
+    idx = IncrementalIndex(2, (1, 0))
+    idx.stage(ZSet.from_rows([(1, 2)]))
+    idx.commit()
+    idx.stage(ZSet.from_rows([(7, 7)]))
+    idx.load(ZSet.from_rows([(3, 4), (5, 6)]))
+    assert idx.view("prev").to_zset().to_dict() == {(4, 3): 1, (6, 5): 1}
+    assert idx.view("delta").to_zset().to_dict() == {}
+    assert len(idx.runs) == 1
+
+
+def test_index_errors():
+    with pytest.raises(ArityMismatchError, match="permutation"):
+        IncrementalIndex(2, (0, 0))
+    with pytest.raises(InputError, match="unknown view 'next'"):
+        IncrementalIndex(2, (0, 1)).view("next")
+
+
+# ------------------------------------------------------------------ Relation
+@settings(max_examples=25)
+@given(st.lists(st.tuples(deltas(3, domain=3), st.booleans(), st.permutations(range(3))), min_size=1, max_size=8))
+def test_relation_views_in_every_order_equal_the_integral(ticks):
+    rel = Relation("S", 3)
+    integral = {}
+    for delta, commit, ask in ticks:
+        rel.stage(ZSet.from_dict(delta, arity=3))
+        assert rel.delta_is_empty() == (not delta)
+        # ask for an index (maybe new, built while the delta is staged) and check all views
+        ask = tuple(ask)
+        assert rel.view("prev", ask).to_zset().to_dict() == permuted(integral, ask)
+        assert rel.view("delta", ask).to_zset().to_dict() == permuted(delta, ask)
+        assert rel.view("curr", ask).to_zset().to_dict() == permuted(ref.zadd(integral, delta), ask)
+        if commit:
+            rel.commit()
+            integral = ref.zadd(integral, delta)
+        else:
+            rel.rollback()
+        assert rel.delta_is_empty()
+        assert rel.contents().to_dict() == integral
+        for cols in rel.indexes:
+            assert rel.view("curr", cols).to_zset().to_dict() == permuted(integral, cols)
+
+
+def test_ensure_index_while_a_delta_is_staged():
+    rel = Relation("E", 2)
+    rel.load(ZSet.from_rows([(1, 2), (2, 3)]))
+    rel.stage(ZSet.from_dict({(2, 3): -1, (3, 1): 1}))
+    assert (1, 0) not in rel.indexes
+    idx = rel.ensure_index((1, 0))
+    assert rel.ensure_index((1, 0)) is idx
+    assert idx.view("prev").to_zset().to_dict() == {(2, 1): 1, (3, 2): 1}
+    assert idx.view("delta").to_zset().to_dict() == {(1, 3): 1, (3, 2): -1}
+    assert idx.view("curr").to_zset().to_dict() == {(1, 3): 1, (2, 1): 1}
+    rel.commit()
+    assert idx.view("prev").to_zset().to_dict() == {(1, 3): 1, (2, 1): 1}
+    assert idx.view("delta").to_zset().to_dict() == {}
+    # and rolled back, a new index forgets the delta too
+    rel.stage(ZSet.from_rows([(5, 5)]))
+    idx2 = rel.ensure_index((1, 0))
+    rel.rollback()
+    assert idx2.view("curr").to_zset().to_dict() == {(1, 3): 1, (2, 1): 1}
+
+
+def test_ensure_index_in_all_orders_of_a_ternary_relation():
+    rows = {(1, 2, 3): 2, (1, 3, 2): 1, (2, 1, 1): -1}
+    rel = Relation("S", 3)
+    rel.load(ZSet.from_dict(rows))
+    for cols in permutations(range(3)):
+        assert rel.view("prev", cols).to_zset().to_dict() == permuted(rows, cols)
+    assert len(rel.indexes) == 6
+
+
+def test_relation_errors():
+    with pytest.raises(ArityMismatchError):
+        Relation("R", 0)
+    rel = Relation("R", 2)
+    with pytest.raises(ArityMismatchError, match="relation R has 2 columns, the change has 3"):
+        rel.stage(ZSet.from_rows([(1, 2, 3)]))
+    with pytest.raises(InputError, match="expected a ZSet, got dict"):
+        rel.stage({(1, 2): 1})
+    with pytest.raises(ArityMismatchError):
+        rel.load(ZSet.from_rows([(1,)]))
+    assert rel.delta_is_empty() and rel.contents().to_dict() == {}
