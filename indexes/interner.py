@@ -80,6 +80,15 @@ def _kind(value: Any) -> str:
     return "other"
 
 
+def _freeze(value: Any) -> Any:
+    """Lists become tuples and sets frozensets, so collection values can be interned."""
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, (set, frozenset)):
+        return frozenset(_freeze(v) for v in value)
+    return value
+
+
 class Interner:
     """A dictionary from Python values to int64 ids and back (one per store).
 
@@ -116,6 +125,8 @@ class Interner:
             micros = (value - _EPOCH) // timedelta(microseconds=1)
             return (INSTANT << TAG_SHIFT) | (micros + _BIAS)
         tag = _TABLE_TAGS[_kind(value)]
+        if tag == 8:
+            value = _freeze(value)
         key = (tag, value if tag != 8 else (type(value).__name__, value))
         found = self._ids.get(key)
         if found is None:
@@ -131,6 +142,8 @@ class Interner:
         if t is bool or (t is int and -_BIAS <= value < _BIAS) or isinstance(value, datetime):
             return self.encode(value)
         tag = _TABLE_TAGS[_kind(value)]
+        if tag == 8:
+            value = _freeze(value)
         return self._ids.get((tag, value if tag != 8 else (type(value).__name__, value)))
 
     def encode_many(self, values: Iterable[Any]) -> I64:
