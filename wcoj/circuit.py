@@ -183,8 +183,8 @@ class _Node:
         self.op, self.name, self.mode, self.child = op, name, mode, child
 
     def label(self, path: tuple[int, ...]) -> str:
-        what = self.op.name if self.op is not None else (self.name or self.kind)
-        return f"{self.kind} {what} {'/'.join(map(str, path + (self.local_id,)))}"
+        what = self.op.name if self.op is not None else self.kind + (f" {self.name}" if self.name and self.kind in ("source", "sink") else "")
+        return f"{what} {'/'.join(map(str, path + (self.local_id,)))}"
 
 
 class Stream:
