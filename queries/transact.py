@@ -119,8 +119,9 @@ def _expand(store: EavStore, data: list) -> list[tuple]:
             if k in _SCHEMA_KEYS:
                 continue
             kw = Keyword(k)
-            reverse = kw.namespace and kw.name.startswith("_")
-            attr = f":{kw.namespace}/{kw.name[1:]}" if reverse else k
+            reverse = kw.name.startswith("_") and not store.has_attribute(k)
+            attr = (f":{kw.namespace}/{kw.name[1:]}" if kw.namespace else f":{kw.name[1:]}") \
+                if reverse else k
             schema = store.attribute(attr)
             if isinstance(v, (set, frozenset)):
                 values = list(v)
@@ -186,7 +187,7 @@ def resolve(store: EavStore, data: list):
     for op, e, attr, v in ops:
         if op == "add" and _is_tempid(e) and e not in tempids:
             schema = store.attribute(attr)
-            if schema.unique == "identity" and not _is_tempid(v):
+            if schema.unique == "identity" and (schema.value_type != "ref" or not _is_tempid(v)):
                 ids = store.entity_ids(attr, interner.encode(_check_value(schema, v)))
                 if len(ids):
                     tempids[e] = int(ids[0])
