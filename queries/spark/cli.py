@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="previous output whose dictionary is reused and grown")
     common.add_argument("--strict", action="store_true", help="stop at the first malformed line")
     common.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    common.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS,
+                        help="no progress messages on stderr")
 
     ingest = sub.add_parser("ingest", help="ingest edges or datoms into sorted Parquet indexes")
     kinds = ingest.add_subparsers(dest="kind", required=True, metavar="KIND")
@@ -112,8 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace, progress) -> dict:
+    from pyspark import SparkContext
+
     from queries.spark.session import get_session, stop_session
 
+    owned = SparkContext._active_spark_context is None  # else: reuse, and leave it running
     spark = get_session(args.master, app_name=f"wcoj-spark-{args.command}")
     try:
         common = dict(fmt=args.fmt, delimiter=args.delimiter, dictionary=args.dictionary,
@@ -138,7 +143,8 @@ def _run(args: argparse.Namespace, progress) -> dict:
             progress(f"wrote {n} change lines to {args.text}")
         return manifest
     finally:
-        stop_session(spark)
+        if owned:
+            stop_session(spark)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,6 +22,7 @@ try:
 except JavaNotFoundError as exc:  # pragma: no cover - depends on the machine
     pytest.skip(f"no Java for Spark: {exc}", allow_module_level=True)
 
+from queries.spark.cli import main  # noqa: E402
 from queries.spark.ingest import ingest_datoms, ingest_edges  # noqa: E402
 from queries.spark.loaders import (  # noqa: E402
     load_dictionary,
@@ -135,6 +136,19 @@ def test_malformed_lines_name_file_and_line(spark, tmp_path):
     assert [e.split(": ")[0] for e in m["malformed_examples"]] == [
         f"{path}:3", f"{path}:4", f"{path}:25"]
     assert m["counts"]["edges"] == 2 and m["counts"]["malformed_lines"] == 3
+
+
+def test_line_numbers_survive_split_files(spark, tmp_path):
+    lines = [f"{i} {i + 1}" for i in range(1, 400)]
+    lines[300] = "301 oops"
+    (tmp_path / "big.txt").write_text("\n".join(lines) + "\n")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "256")  # many splits of one file
+    try:
+        with pytest.raises(InputError, match=r"big\.txt:301: expected an integer dst"):
+            ingest_edges(spark, [tmp_path / "big.txt"], tmp_path / "o", node_type="long",
+                         strict=True)
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
 
 
 def test_errors_leave_no_partial_output(spark, tmp_path):
@@ -270,3 +284,14 @@ def test_count_ticks_cut_in_arrival_order(spark, tmp_path):
         for key, w in zip(map(tuple, keys.tolist()), weights.tolist()):
             total[key] = total.get(key, 0) + w
     assert len(total) == 13_838  # SOURCES.md: undirected simple edges of CollegeMsg
+
+
+def test_command_ingests_and_reports_errors(spark, tmp_path, capsys):
+    (tmp_path / "g.txt").write_text("1 2\n2 3\n")
+    assert main(["ingest", "edges", str(tmp_path / "g.txt"), "-o", str(tmp_path / "o")]) == 0
+    out, err = capsys.readouterr()
+    assert '"edges": 2' in out and "wrote" in err
+    assert load_edges_parquet(tmp_path / "o").shape == (2, 2)
+    assert main(["ticks", str(tmp_path / "nope.txt"), "-o", str(tmp_path / "t"), "--quiet"]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    assert spark.range(3).count() == 3  # the shared session is still alive
