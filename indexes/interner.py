@@ -10,7 +10,8 @@ tag    type        payload
 =====  ==========  =====================================================================
 0      ref         the entity id itself (0 <= eid < 2**56): a ref value *is* its entity
 1      long        ``v + 2**55`` for ``|v| < 2**55``: ids compare like the numbers
-2      instant     microseconds since 1970 + ``2**55`` (UTC): ids compare like the times
+2      instant     microseconds since 1970 + ``2**55`` (UTC), years 829 to 3111: ids
+                   compare like the times (instants outside go to a table)
 3      boolean     0 or 1
 4..    others      a sequence number in a per-type table (double, string, keyword, uuid,
                    big integers, decimals, tuples, ``None``); no order
@@ -123,7 +124,8 @@ class Interner:
             if value.tzinfo is None:
                 value = value.replace(tzinfo=timezone.utc)
             micros = (value - _EPOCH) // timedelta(microseconds=1)
-            return (INSTANT << TAG_SHIFT) | (micros + _BIAS)
+            if -_BIAS <= micros < _BIAS:  # years 829 to 3111; others go to a table
+                return (INSTANT << TAG_SHIFT) | (micros + _BIAS)
         tag = _TABLE_TAGS[_kind(value)]
         if tag == 8:
             value = _freeze(value)
@@ -139,7 +141,7 @@ class Interner:
     def lookup(self, value: Any) -> int | None:
         """The id of ``value`` if it is known (or needs no table), else ``None``."""
         t = type(value)
-        if t is bool or (t is int and -_BIAS <= value < _BIAS) or isinstance(value, datetime):
+        if t is bool or (t is int and -_BIAS <= value < _BIAS):
             return self.encode(value)
         tag = _TABLE_TAGS[_kind(value)]
         if tag == 8:
