@@ -10,9 +10,9 @@ vectorised and both restricted to a set of key rows when given one:
 
 Layout (differential dataflow's spine, Budiu's "Implementing Z-sets" for the runs):
 
-- ``recent``: the batches inserted since the last ``advance``, one consolidated run per
-  distinct time (a batch at an already present time is added into it). In a child
-  circuit these are the batches of the current epoch; at the root, of the current tick.
+- ``recent``: the batches inserted since the last ``advance``, as runs that also merge
+  geometrically (batches at equal times add up when their runs merge). In a child circuit
+  these are the batches of the current epoch; at the root, of the current tick.
 - ``runs``: the spine, a few consolidated runs whose sizes shrink geometrically (each at
   most half of the one before), so an insert of k rows costs O(k log N) amortised.
   Every run is one Z-set over ``row columns + time columns``, sorted by key, with its key
@@ -116,8 +116,8 @@ class _Run:
         self.packing: Packing | None = packing_for([keys]) if len(z) else None
         self.packed = self.packing.pack(keys) if self.packing is not None else None
         times = z.keys[:, arity:]
-        self.tlo = times.min(axis=0) if len(z) else None
-        self.thi = times.max(axis=0) if len(z) else None
+        self.tlo = tuple(times.min(axis=0).tolist()) if len(z) else None
+        self.thi = tuple(times.max(axis=0).tolist()) if len(z) else None
 
     def __len__(self) -> int:
         return len(self.z)
@@ -170,7 +170,7 @@ class Trace:
     __slots__ = ("arity", "n_key", "n_dims", "runs", "recent", "frontier")
 
     def __init__(self, arity: int, n_key: int | None = None, n_dims: int = 1,
-                 runs: tuple[_Run, ...] = (), recent: tuple[tuple[tuple[int, ...], _Run], ...] = (),
+                 runs: tuple[_Run, ...] = (), recent: tuple[_Run, ...] = (),
                  frontier: tuple[int, ...] | None = None):
         self.arity, self.n_dims = int(arity), int(n_dims)
         self.n_key = self.arity if n_key is None else int(n_key)
@@ -205,7 +205,7 @@ class Trace:
     # ---------------------------------------------------------------- size and repr
     def __len__(self) -> int:
         """Number of stored entries (row, time) over all runs; not consolidated across runs."""
-        return sum(len(r) for r in self.runs) + sum(len(r) for _, r in self.recent)
+        return sum(len(r) for r in self.runs) + sum(len(r) for r in self.recent)
 
     def is_empty(self) -> bool:
         return len(self) == 0
@@ -233,8 +233,8 @@ class Trace:
     def insert(self, batch: ZSet | IndexedZSet, time: Time) -> Trace:
         """A new trace with ``batch`` added at ``time`` (``trace_append``).
 
-        Complexity: O(k) for a batch of k rows, plus O(k) if a batch at the same time is
-        already present (they are added together).
+        Complexity: O(k log k) amortised for a batch of k rows (the recent runs merge
+        geometrically).
         """
         z = _as_zset(batch)
         if z.arity != self.arity:
@@ -246,15 +246,9 @@ class Trace:
         if z.is_empty():
             return self
         recent = list(self.recent)
-        for pos, (t, run) in enumerate(recent):
-            if t == row:
-                merged = ZSet(*_plus_keys(run.z, self._timed(z, row)))
-                recent[pos] = (t, _Run(merged, self.n_key, self.arity))
-                if merged.is_empty():
-                    del recent[pos]
-                return self._replace(recent=tuple(recent))
-        recent.append((row, _Run(self._timed(z, row), self.n_key, self.arity)))
-        return self._replace(recent=tuple(recent))
+        recent.append(_Run(self._timed(z, row), self.n_key, self.arity))
+        self._merge_tail(recent, None)
+        return self._replace(recent=tuple(r for r in recent if len(r)))
 
     def append_untimed(self, batch: ZSet | IndexedZSet) -> Trace:
         """Add ``batch`` at the least time (``untimed_trace_append``): visible to every query
@@ -272,16 +266,20 @@ class Trace:
             f = tuple(max(a, b) for a, b in zip(f, self.frontier))
         runs = list(self.runs)
         if self.recent:
-            keys = np.concatenate([r.z.keys for _, r in self.recent])
-            weights = np.concatenate([r.z.weights for _, r in self.recent])
+            keys = np.concatenate([r.z.keys for r in self.recent])
+            weights = np.concatenate([r.z.weights for r in self.recent])
             z = ZSet.from_arrays(_advance_times(keys, self.arity, f), weights)
             if len(z):
                 runs.append(_Run(z, self.n_key, self.arity))
+        self._merge_tail(runs, f)
+        return Trace(self.arity, self.n_key, self.n_dims, tuple(r for r in runs if len(r)), (), f)
+
+    def _merge_tail(self, runs: list[_Run], f: tuple[int, ...] | None) -> None:
+        """Merge the last runs while one is at least half the size of the one before it."""
         while len(runs) >= 2 and len(runs[-2]) <= MERGE_RATIO * len(runs[-1]):
             b = runs.pop()
             a = runs.pop()
             runs.append(self._merge([a, b], f))
-        return Trace(self.arity, self.n_key, self.n_dims, tuple(r for r in runs if len(r)), (), f)
 
     def _merge(self, runs: list[_Run], f: tuple[int, ...] | None) -> _Run:
         keys = np.concatenate([r.z.keys for r in runs])
@@ -297,7 +295,7 @@ class Trace:
 
     # ---------------------------------------------------------------- queries
     def _all_runs(self) -> list[_Run]:
-        return list(self.runs) + [r for _, r in self.recent]
+        return list(self.runs) + list(self.recent)
 
     def _key_matrix(self, keys: ZSet | IndexedZSet | Any) -> I64:
         if isinstance(keys, IndexedZSet):
@@ -397,7 +395,3 @@ def _as_zset(batch: Any) -> ZSet:
         return batch
     raise InputError(f"a trace holds Z-sets or indexed Z-sets, got {type(batch).__name__}")
 
-
-def _plus_keys(a: ZSet, b: ZSet) -> tuple[I64, I64]:
-    z = a.plus(b)
-    return z.keys, z.weights

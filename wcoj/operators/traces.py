@@ -13,9 +13,8 @@ integral of a delta stream over lattice times: with ``V(s) = Σ_{u <= s} x[u]`` 
 the unit vectors of a set S of coordinates, ``out[t] = Σ_S (-1)^|S| f(V(t - e_S))`` (the
 inverse of the nested integration, DBSP §6). At the root this is ``f(V(t)) - f(V(t-1))``;
 in a child it is the four-term rule with w1, w2, w3 of ``distinct_trace``. Only keys that
-can change are evaluated: a key contributes only if it has an entry at ``t``'s first
-coordinate (the current tick or epoch), so the candidates are the batch's keys and the keys
-of the trace's entries in the current epoch, found by key and time-bound lookups.
+can change are evaluated (``candidate_keys``): the batch's keys, and keys of the current
+epoch that earlier epochs touched at the same iteration, found by key and time-bound lookups.
 
 Relies on ``wcoj.circuit``, ``wcoj.trace`` and ``wcoj.time``. Used by ``distinct``,
 ``aggregate`` and the recursion.
@@ -45,15 +44,30 @@ def _rows(x: ZSet | IndexedZSet) -> ZSet:
 
 
 def candidate_keys(batch: ZSet | IndexedZSet, prior: Trace, time: Time) -> np.ndarray:
-    """Key rows (sorted, unique) whose ``lattice_delta`` may be non-zero at ``time``."""
+    """Key rows (sorted, unique) whose ``lattice_delta`` may be non-zero at ``time``.
+
+    A key's corner sum cancels unless, for every coordinate j, the key has an entry at a
+    time ``<= t`` whose j-th coordinate equals ``t_j``. The batch's keys have one for all
+    j at once; other keys need an entry in the current epoch (j = 0, the recent runs) and,
+    for each j >= 1, one found by a key lookup. Run time bounds skip the lookups early, so
+    in the first epoch (no earlier epochs) only the batch's keys are candidates.
+    """
     z, nk = _rows(batch), prior.n_key
     t = as_row(time)
-    parts = [z.keys[:, :nk]]
-    if len(t) > 1:  # keys with an entry in the current epoch (first coordinate = t[0])
-        box = Box([t[0]] + [None] * (len(t) - 1), t)
-        rows, _, _ = prior.entries(box)
-        parts.append(rows[:, :nk])
-    return ZSet.from_arrays(np.concatenate(parts), arity=nk).keys
+    mine = ZSet.from_arrays(z.keys[:, :nk], arity=nk).keys
+    if len(t) == 1:
+        return mine
+    boxes = [Box([x if k == j else None for k, x in enumerate(t)], t) for j in range(len(t))]
+    if not all(prior.may_have(b) for b in boxes):
+        return mine
+    rows, _, _ = prior.entries(boxes[0])
+    cand = ZSet.from_arrays(rows[:, :nk], arity=nk).keys
+    for b in boxes[1:]:
+        if not len(cand):
+            break
+        rows, _, _ = prior.entries(b, keys=cand)
+        cand = ZSet.from_arrays(rows[:, :nk], arity=nk).keys
+    return ZSet.from_arrays(np.concatenate([mine, cand]), arity=nk).keys
 
 
 def lattice_delta(f: Callable[[ZSet], ZSet], batch: ZSet | IndexedZSet, prior: Trace, time: Time,
@@ -72,14 +86,16 @@ def lattice_delta(f: Callable[[ZSet], ZSet], batch: ZSet | IndexedZSet, prior: T
     cand = candidate_keys(batch, prior, t)
     if not len(cand):
         return ZSet.empty(out_arity)
-    now = prior.insert(batch, time)
+    # One key-restricted scan of the trace; the 2^d corners are masks over its times.
+    rows, times, w = prior.insert(batch, time).entries(Box.upto(t), keys=cand)
     keys, weights = [], []
     for n in range(len(t) + 1):
         for S in combinations(range(len(t)), n):
-            s = tuple(x - (j in S) for j, x in enumerate(t))
-            if min(s) < 0:
+            s = np.array([x - (j in S) for j, x in enumerate(t)], dtype=np.int64)
+            if s.min() < 0:
                 continue
-            part = f(now.upto(s if len(s) > 1 else s[0], keys=cand))
+            m = np.all(times <= s, axis=1)
+            part = f(ZSet.from_arrays(rows[m], w[m], arity=prior.arity))
             keys.append(part.keys)
             weights.append(part.weights if n % 2 == 0 else -part.weights)
     return ZSet.from_arrays(np.concatenate(keys), np.concatenate(weights), arity=out_arity)
