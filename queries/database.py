@@ -53,7 +53,7 @@ from queries.ast import (
     Pattern, Predicate, Query,
 )
 from queries.compile import Evaluator, JoinPlan, _ref_vars, bind_inputs, find_rows
-from queries.edn import Keyword, hashable, loads
+from queries.edn import Keyword, loads
 from queries.functions import compare
 from queries.parse import check_rules, parse_query
 from queries.transact import resolve
@@ -97,7 +97,7 @@ class View:
             z = self.plan.join.batch("prev")
             self._counts = dict(zip(map(tuple, z.keys.tolist()), z.weights.tolist()))
         else:
-            self._rows = {hashable(r): r for r in db._rows(query, inputs, "prev")}
+            self._rows = {_key(r): r for r in db._rows(query, inputs, "prev")}
         self.attrs = _attributes_read(query, rules)
         self.last_change = Change()
         self._staged: tuple | None = None
@@ -141,7 +141,7 @@ class View:
         if self.attrs is not None and not (self.attrs & changed):
             self._staged = None
             return Change()
-        rows = {hashable(r): r for r in self.db._rows(self.query, self.inputs, "curr")}
+        rows = {_key(r): r for r in self.db._rows(self.query, self.inputs, "curr")}
         ch = Change([rows[k] for k in rows.keys() - self._rows.keys()],
                     [self._rows[k] for k in self._rows.keys() - rows.keys()])
         self._staged = ("rows", rows)
@@ -160,6 +160,17 @@ class View:
                 self._rows = state
         self._staged = None
         self.last_change = change
+
+
+def _key(x: Any) -> Any:
+    """A hashable stand-in for a result row (pulled maps and collection aggregates)."""
+    if isinstance(x, (list, tuple)):
+        return tuple(_key(v) for v in x)
+    if isinstance(x, dict):
+        return frozenset((_key(k), _key(v)) for k, v in x.items())
+    if isinstance(x, (set, frozenset)):
+        return frozenset(_key(v) for v in x)
+    return x
 
 
 def _attributes_read(query: Query, rules: list) -> set[str] | None:
