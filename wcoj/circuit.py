@@ -30,7 +30,7 @@ every child) succeeded; when any node raises (e.g. ``WeightOverflowError``) the 
 is dropped, so all traces, delays and integrals are exactly as before the step.
 
 **Adding an operator** (e.g. a ``MultiwayJoin`` over k delta streams). Subclass
-``Operator`` and set:
+``Operator`` (``wcoj.protocol``, re-exported here) and set:
 
 - ``name`` and ``input_kinds`` (a tuple of ``"zset"``, ``"indexed"``, ``"trace"``; set
   ``variadic = True`` to accept any number >= 1 of the first kind);
@@ -51,7 +51,8 @@ Then ``circuit.add(MyOp(...), *streams)`` wires it. A ``MultiwayJoin`` would dec
 ``input_kinds=("zset",)``, ``variadic=True``, keep its incremental indexes in its state and
 return them, updated, from ``eval``.
 
-Relies on ``wcoj.zset``, ``wcoj.indexed``, ``wcoj.trace`` and ``wcoj.time``. Used by the
+Relies on ``wcoj.protocol`` (schemas, the ``Operator`` base), ``wcoj.zset`` and
+``wcoj.time``. Used by the
 operators (``wcoj.operators``), the recursion (``wcoj.recursion``) and the query compiler.
 
 >>> from wcoj.zset import ZSet
@@ -66,111 +67,20 @@ operators (``wcoj.operators``), the recursion (``wcoj.recursion``) and the query
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
-from wcoj.errors import ArityMismatchError, CircuitError, InputError
-from wcoj.indexed import IndexedZSet
+from wcoj.errors import ArityMismatchError, CircuitError
+from wcoj.protocol import KINDS, Context, Operator, Schema, schema_of
+from wcoj.stream import Feedback, Forward, Stream
 from wcoj.time import Time, extend
-from wcoj.trace import Trace
 from wcoj.zset import ZSet
 
-__all__ = ["Schema", "Context", "Operator", "Circuit", "Stream", "KINDS"]
+__all__ = ["Circuit", "Stream", "Feedback", "Forward", "Schema", "Context", "Operator", "KINDS"]
 
-KINDS = ("zset", "indexed", "trace")
 DEFAULT_MAX_ITERATIONS = 10_000
-
-
-class Schema(NamedTuple):
-    """The type of a stream: ``kind`` (zset, indexed, trace), ``arity`` and ``n_key``.
-
-    ``n_key`` is None for a plain Z-set; for an indexed Z-set or a trace it is the number
-    of leading key columns (a trace of plain Z-sets is keyed by the whole row).
-    """
-
-    kind: str
-    arity: int
-    n_key: int | None = None
-
-    def empty(self, n_dims: int = 1) -> Any:
-        """The zero value of this type."""
-        if self.kind == "zset":
-            return ZSet.empty(self.arity)
-        if self.kind == "indexed":
-            return IndexedZSet.empty(self.n_key, self.arity - self.n_key)
-        return Trace(self.arity, self.n_key, n_dims)
-
-    def __str__(self) -> str:
-        key = "" if self.n_key is None else f", key {self.n_key}"
-        return f"{self.kind}(arity {self.arity}{key})"
-
-
-def schema_of(value: Any) -> Schema:
-    """The schema of a runtime value."""
-    if isinstance(value, IndexedZSet):
-        return Schema("indexed", value.zset.arity, value.n_key)
-    if isinstance(value, ZSet):
-        return Schema("zset", value.arity)
-    if isinstance(value, Trace):
-        return Schema("trace", value.arity, value.n_key)
-    raise InputError(f"streams carry ZSet, IndexedZSet or Trace values, got {type(value).__name__}")
-
-
-@dataclass(frozen=True)
-class Context:
-    """What an operator may know about the current evaluation."""
-
-    time: Time
-    n_dims: int
-    node: tuple[int, ...]
-
-
-class Operator:
-    """Base class of every operator node: n inputs of declared kinds, one output.
-
-    See the module docstring for how to add one.
-    """
-
-    name = "operator"
-    input_kinds: tuple[str, ...] = ()
-    variadic = False
-
-    def output_schema(self, inputs: list[Schema]) -> Schema:
-        raise NotImplementedError
-
-    def init_state(self, inputs: list[Schema], n_dims: int) -> Any:
-        return None
-
-    def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
-        raise NotImplementedError
-
-    def advance(self, state: Any, frontier: Time) -> Any:
-        return state
-
-    def reset(self, state: Any, inputs: list[Schema], n_dims: int) -> Any:
-        return state
-
-    def pending(self, state: Any, ctx: Context) -> bool:
-        return False
-
-    def check_inputs(self, inputs: list[Schema]) -> None:
-        """Raise ``CircuitError`` unless ``inputs`` match ``input_kinds``."""
-        kinds = [s.kind for s in inputs]
-        if self.variadic:
-            ok = len(kinds) >= 1 and all(k == self.input_kinds[0] for k in kinds)
-            want = f"one or more {self.input_kinds[0]} streams"
-        else:
-            ok = tuple(kinds) == self.input_kinds
-            want = f"{len(self.input_kinds)} input{'s' if len(self.input_kinds) != 1 else ''} ({', '.join(self.input_kinds)})"
-        if not ok:
-            got = ", ".join(map(str, inputs)) or "none"
-            raise CircuitError(f"{self.name} expects {want}, got {len(inputs)}: {got}")
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
 
 
 class _Node:
@@ -185,113 +95,6 @@ class _Node:
     def label(self, path: tuple[int, ...]) -> str:
         what = self.op.name if self.op is not None else self.kind + (f" {self.name}" if self.name and self.kind in ("source", "sink") else "")
         return f"{what} {'/'.join(map(str, path + (self.local_id,)))}"
-
-
-class Stream:
-    """A handle on one node's output within one circuit; carries the operator-method API.
-
-    ``s.map(fn)``, ``s.filter(pred)``, ``s.index_with(cols)``, ``s.join(t)`` ... each adds an
-    operator node and returns its stream (see ``wcoj.operators`` for the full list).
-    """
-
-    __slots__ = ("circuit", "node_id")
-
-    def __init__(self, circuit: Circuit, node_id: int):
-        self.circuit, self.node_id = circuit, node_id
-
-    @property
-    def schema(self) -> Schema:
-        return self.circuit.nodes[self.node_id].schema
-
-    @property
-    def global_id(self) -> tuple[int, ...]:
-        return self.circuit.global_id(self.node_id)
-
-    def __repr__(self) -> str:
-        return f"Stream({'/'.join(map(str, self.global_id))}, {self.schema})"
-
-    def _add(self, op: Operator, *others: Stream) -> Stream:
-        return self.circuit.add(op, self, *others)
-
-    # The operator-method API, one line each; the operators live in wcoj.operators.
-    def map(self, fn: Callable, arity: int | None = None, rowwise: bool = False) -> Stream:
-        from wcoj.operators import Map
-        return self._add(Map(fn, arity, rowwise))
-
-    def filter(self, predicate: Callable, rowwise: bool = False) -> Stream:
-        from wcoj.operators import Filter
-        return self._add(Filter(predicate, rowwise))
-
-    def index_with(self, key_columns: list[int]) -> Stream:
-        from wcoj.operators import IndexWith
-        return self._add(IndexWith(key_columns))
-
-    def inspect(self, callback: Callable[[Any], Any]) -> Stream:
-        from wcoj.operators import Inspect
-        return self._add(Inspect(callback))
-
-    def negate(self) -> Stream:
-        from wcoj.operators import Negate
-        return self._add(Negate())
-
-    def plus(self, other: Stream) -> Stream:
-        from wcoj.operators import Plus
-        return self._add(Plus(), other)
-
-    def minus(self, other: Stream) -> Stream:
-        from wcoj.operators import Minus
-        return self._add(Minus(), other)
-
-    def distinct(self) -> Stream:
-        from wcoj.operators import Distinct
-        return self._add(Distinct())
-
-    def integrate(self) -> Stream:
-        from wcoj.operators import Integrate
-        return self._add(Integrate())
-
-    def differentiate(self) -> Stream:
-        from wcoj.operators import Differentiate
-        return self._add(Differentiate())
-
-    def z1(self) -> Stream:
-        from wcoj.operators import Z1
-        return self._add(Z1())
-
-    def join(self, other: Stream, fn: Callable | None = None, arity: int | None = None) -> Stream:
-        """Incremental join of two indexed delta streams (``wcoj.operators.incremental_join``)."""
-        from wcoj.operators import incremental_join
-        return incremental_join(self, other, fn, arity)
-
-    def aggregate(self, kind: str, column: int = 0) -> Stream:
-        from wcoj.operators import Aggregate
-        return self._add(Aggregate(kind, column))
-
-    __add__, __sub__, __neg__ = plus, minus, negate
-
-
-class Feedback(Stream):
-    """The output of a ``z^-1`` node whose input is connected later (closing a loop).
-
-    At tick t it emits what its input carried at tick t-1 (the zero value at the first
-    tick; inside a child, at the first iteration of every epoch for Z-set delays, while a
-    trace delay keeps its trace across epochs as ``z1_trace`` does).
-    """
-
-    __slots__ = ()
-
-    def connect(self, source: Stream) -> None:
-        """Make ``source`` this delay's input (once)."""
-        self.circuit._connect_feedback(self.node_id, source)
-
-
-class Forward(Stream):
-    """A stream whose producer is wired later; a cycle through it needs a delay."""
-
-    __slots__ = ()
-
-    def connect(self, source: Stream) -> None:
-        self.circuit._connect_forward(self.node_id, source)
 
 
 class Circuit:

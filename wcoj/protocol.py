@@ -1,0 +1,121 @@
+"""The operator protocol: stream schemas, the evaluation context and the ``Operator`` base.
+
+Every node of a circuit carries a value of one ``Schema`` per tick: a ``ZSet``, an
+``IndexedZSet`` or a ``Trace``. An ``Operator`` declares the kinds of its inputs, computes
+its output schema when it is wired, and evaluates purely: ``eval(values, state, ctx)``
+returns the output and the *new* state, so the runtime can stage every state change of a
+step and commit it only when the whole step succeeded. How to write one is in the
+``wcoj.circuit`` module docstring.
+
+Relies on ``wcoj.zset``, ``wcoj.indexed`` and ``wcoj.trace``. Used by ``wcoj.circuit`` and
+every operator (``wcoj.operators``; later the multi-way join).
+
+>>> Schema("indexed", 3, 1).empty()
+IndexedZSet(n_key=1, arity=3, {})
+>>> schema_of(ZSet.from_rows([(1, 2)]))
+Schema(kind='zset', arity=2, n_key=None)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from wcoj.errors import CircuitError, InputError
+from wcoj.indexed import IndexedZSet
+from wcoj.time import Time
+from wcoj.trace import Trace
+from wcoj.zset import ZSet
+
+__all__ = ["KINDS", "Schema", "schema_of", "Context", "Operator"]
+
+KINDS = ("zset", "indexed", "trace")
+
+
+class Schema(NamedTuple):
+    """The type of a stream: ``kind`` (zset, indexed, trace), ``arity`` and ``n_key``.
+
+    ``n_key`` is None for a plain Z-set; for an indexed Z-set or a trace it is the number
+    of leading key columns (a trace of plain Z-sets is keyed by the whole row).
+    """
+
+    kind: str
+    arity: int
+    n_key: int | None = None
+
+    def empty(self, n_dims: int = 1) -> Any:
+        """The zero value of this type."""
+        if self.kind == "zset":
+            return ZSet.empty(self.arity)
+        if self.kind == "indexed":
+            return IndexedZSet.empty(self.n_key, self.arity - self.n_key)
+        return Trace(self.arity, self.n_key, n_dims)
+
+    def __str__(self) -> str:
+        key = "" if self.n_key is None else f", key {self.n_key}"
+        return f"{self.kind}(arity {self.arity}{key})"
+
+
+def schema_of(value: Any) -> Schema:
+    """The schema of a runtime value."""
+    if isinstance(value, IndexedZSet):
+        return Schema("indexed", value.zset.arity, value.n_key)
+    if isinstance(value, ZSet):
+        return Schema("zset", value.arity)
+    if isinstance(value, Trace):
+        return Schema("trace", value.arity, value.n_key)
+    raise InputError(f"streams carry ZSet, IndexedZSet or Trace values, got {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class Context:
+    """What an operator may know about the current evaluation."""
+
+    time: Time
+    n_dims: int
+    node: tuple[int, ...]
+
+
+class Operator:
+    """Base class of every operator node: n inputs of declared kinds, one output.
+
+    See the module docstring for how to add one.
+    """
+
+    name = "operator"
+    input_kinds: tuple[str, ...] = ()
+    variadic = False
+
+    def output_schema(self, inputs: list[Schema]) -> Schema:
+        raise NotImplementedError
+
+    def init_state(self, inputs: list[Schema], n_dims: int) -> Any:
+        return None
+
+    def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
+        raise NotImplementedError
+
+    def advance(self, state: Any, frontier: Time) -> Any:
+        return state
+
+    def reset(self, state: Any, inputs: list[Schema], n_dims: int) -> Any:
+        return state
+
+    def pending(self, state: Any, ctx: Context) -> bool:
+        return False
+
+    def check_inputs(self, inputs: list[Schema]) -> None:
+        """Raise ``CircuitError`` unless ``inputs`` match ``input_kinds``."""
+        kinds = [s.kind for s in inputs]
+        if self.variadic:
+            ok = len(kinds) >= 1 and all(k == self.input_kinds[0] for k in kinds)
+            want = f"one or more {self.input_kinds[0]} streams"
+        else:
+            ok = tuple(kinds) == self.input_kinds
+            want = f"{len(self.input_kinds)} input{'s' if len(self.input_kinds) != 1 else ''} ({', '.join(self.input_kinds)})"
+        if not ok:
+            got = ", ".join(map(str, inputs)) or "none"
+            raise CircuitError(f"{self.name} expects {want}, got {len(inputs)}: {got}")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
