@@ -29,7 +29,7 @@ __all__ = [
     "consolidate", "plus", "negate", "minus", "scale", "distinct", "positive",
     "filter_rows", "map_rows", "select", "index_with", "join", "aggregate",
     "add_into", "multiply_into", "negate_into", "scale_into",
-    "segment_sum_into", "segment_dot_into",
+    "segment_sum_into", "segment_dot_into", "run_sums_into", "merge_add_into",
 ]
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
@@ -217,3 +217,35 @@ def segment_dot_into(v: Sequence[int], w: Sequence[int],
                 return out, s
         out.append(acc)
     return out, -1
+
+
+def run_sums_into(keys: Sequence[int], w: Sequence[int]) -> tuple[list[tuple[int, int]], int]:
+    """``[(first position, sum)]`` of the runs of equal sorted ``keys`` whose sum of ``w``
+    is not 0; the status is the first position of a run whose running sum overflows."""
+    out: list[tuple[int, int]] = []
+    i, n = 0, len(keys)
+    while i < n:
+        j, acc = i, 0
+        while j < n and keys[j] == keys[i]:
+            acc += int(w[j])
+            if not fits(acc):
+                return out, i
+            j += 1
+        if acc:
+            out.append((i, acc))
+        i = j
+    return out, -1
+
+
+def merge_add_into(ka: Sequence[int], wa: Sequence[int], kb: Sequence[int],
+                   wb: Sequence[int]) -> tuple[list[tuple[int, int]], int]:
+    """``[(key, weight)]`` of the sum of two sorted unique keyed weight lists, zeros
+    dropped; the status is the position in ``ka`` of the first sum that overflows."""
+    b = dict(zip(map(int, kb), map(int, wb)))
+    out: dict[int, int] = {}
+    for i, (k, w) in enumerate(zip(map(int, ka), map(int, wa))):
+        if not fits(w + b.get(k, 0)):
+            return [(x, y) for x, y in sorted(out.items()) if y and x < k], i
+        out[k] = w + b.pop(k, 0)
+    out.update(b)
+    return [(k, w) for k, w in sorted(out.items()) if w], -1

@@ -38,6 +38,8 @@ AGGREGATES = ("count", "sum", "min", "max", "avg")
 
 def _dense_key_ids(ka: I64, kb: I64) -> tuple[I64, I64]:
     """Map key rows of two matrices to int64 ids that preserve row order and equality."""
+    if ka.shape[1] == 1:  # one key column is its own id
+        return ka[:, 0], kb[:, 0]
     p = packing_for([ka, kb])
     if p is not None:
         return p.pack(ka), p.pack(kb)
@@ -49,6 +51,20 @@ def _dense_key_ids(ka: I64, kb: I64) -> tuple[I64, I64]:
     step[starts[1:]] = 1
     rank[order] = np.cumsum(step)
     return rank[: ka.shape[0]], rank[ka.shape[0]:]
+
+
+def _match_sorted(ua: I64, ub: I64) -> tuple[I64, I64]:
+    """Positions ``(ia, ib)`` with ``ua[ia] == ub[ib]``, for strictly increasing ``ua``, ``ub``.
+
+    A binary search per value of ``ua``; ``np.intersect1d`` would sort both again.
+    """
+    if ub.shape[0] == 0:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z
+    pos = np.searchsorted(ub, ua)
+    np.minimum(pos, ub.shape[0] - 1, out=pos)
+    ia = np.flatnonzero(ub[pos] == ua)
+    return ia, pos[ia]
 
 
 class IndexedZSet:
@@ -162,7 +178,7 @@ class IndexedZSet:
         sb = np.flatnonzero(np.concatenate(([True], idb[1:] != idb[:-1])))
         ca = np.diff(np.append(sa, ida.shape[0]))
         cb = np.diff(np.append(sb, idb.shape[0]))
-        _, ia, ib = np.intersect1d(ida[sa], idb[sb], assume_unique=True, return_indices=True)
+        ia, ib = _match_sorted(ida[sa], idb[sb])
         cnt = ca[ia] * cb[ib]
         total = int(cnt.sum())
         g = np.repeat(np.arange(ia.shape[0]), cnt)
@@ -175,8 +191,11 @@ class IndexedZSet:
         if bad >= 0:
             row = tuple(a.keys[i[bad]].tolist()) + tuple(b.keys[j[bad], nk:].tolist())
             raise_overflow("*", a.weights[i[bad]], b.weights[j[bad]], row)
-        keys = np.concatenate([a.keys[i], b.keys[j, nk:]], axis=1)
-        out = ZSet(np.ascontiguousarray(keys), w)  # sorted and unique by construction
+        # np.take into a preallocated matrix: concatenate(axis=1) of gathers is ~5x slower
+        keys = np.empty((total, n_out_cols), dtype=np.int64)
+        keys[:, : a.arity] = np.take(a.keys, i, axis=0)
+        keys[:, a.arity:] = np.take(b.keys[:, nk:], j, axis=0)
+        out = ZSet(keys, w)  # sorted and unique by construction
         return out if fn is None else out.map(fn)
 
     # ---------------------------------------------------------------- aggregate

@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Packing", "packing_for", "row_order", "sorted_runs", "group_starts", "is_sorted_unique"]
+__all__ = ["Packing", "packing_for", "row_order", "packed_sort", "sorted_runs", "group_starts",
+           "is_sorted_unique"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -46,11 +47,12 @@ class Packing:
     def pack(self, keys: I64) -> I64:
         """Pack the rows of ``keys`` (which must lie within the packing's ranges)."""
         n, k = keys.shape
-        if k == 0:
-            return np.zeros(n, dtype=np.int64)
-        out = (keys[:, 0] - self.lows[0]) << self.shifts[0]
-        for j in range(1, k):
-            out |= (keys[:, j] - self.lows[j]) << self.shifts[j]
+        out = np.zeros(n, dtype=np.int64)
+        tmp = np.empty(n, dtype=np.int64)
+        for j in range(k):  # in place: no temporary per column and operation
+            np.subtract(keys[:, j], self.lows[j], out=tmp)
+            np.left_shift(tmp, self.shifts[j], out=tmp)
+            np.bitwise_or(out, tmp, out=out)
         return out
 
     def unpack(self, packed: I64) -> I64:
@@ -62,11 +64,12 @@ class Packing:
         """
         k = self.lows.shape[0]
         out = np.empty((packed.shape[0], k), dtype=np.int64)
+        tmp = np.empty(packed.shape[0], dtype=np.int64)
         for j in range(k):
-            col = packed >> self.shifts[j]
+            np.right_shift(packed, self.shifts[j], out=tmp)
             if j:  # the first column owns every bit above its shift
-                col &= (1 << (int(self.highs[j]) - int(self.lows[j])).bit_length()) - 1
-            out[:, j] = col + self.lows[j]
+                np.bitwise_and(tmp, (1 << (int(self.highs[j]) - int(self.lows[j])).bit_length()) - 1, out=tmp)
+            np.add(tmp, self.lows[j], out=out[:, j])
         return out
 
     def covers(self, keys: I64) -> bool:
@@ -155,17 +158,34 @@ def sorted_runs(keys: I64, merge: bool = False) -> tuple[I64, I64, I64]:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), keys[:0]
     if k == 0:
         return np.arange(n, dtype=np.int64), np.zeros(1, dtype=np.int64), keys[:1]
-    p = packing_for([keys])
-    if p is None:
+    ps = packed_sort(keys, merge)
+    if ps is None:
         order = np.lexsort(keys.T[::-1]).astype(np.int64, copy=False)
         starts = group_starts(keys[order])
         return order, starts, keys[order[starts]]
-    order, packed = _sort_packed(p.pack(keys), p.n_bits, merge)
+    p, order, packed = ps
     change = np.empty(n, dtype=bool)
     change[0] = True
     np.not_equal(packed[1:], packed[:-1], out=change[1:])
     starts = np.flatnonzero(change).astype(np.int64, copy=False)
     return order, starts, p.unpack(packed[starts])
+
+
+def packed_sort(keys: I64, merge: bool = False) -> tuple[Packing, I64, I64] | None:
+    """Stable row sort through a packing: ``(packing, order, packing.pack(keys)[order])``.
+
+    None when the columns need more than 63 bits together (use ``np.lexsort`` then).
+    ``merge`` as in ``sorted_runs``.
+
+    >>> p, order, packed = packed_sort(np.array([[2, 1], [1, 5], [2, 1]]))
+    >>> order.tolist(), p.unpack(packed).tolist()
+    ([1, 0, 2], [[1, 5], [2, 1], [2, 1]])
+    """
+    p = packing_for([keys])
+    if p is None:
+        return None
+    order, packed = _sort_packed(p.pack(keys), p.n_bits, merge)
+    return p, order, packed
 
 
 def row_order(keys: I64) -> I64:

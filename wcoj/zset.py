@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from wcoj.errors import ArityMismatchError, InputError, WeightOverflowError
 from wcoj.kernels import weights as wk
-from wcoj.rows import is_sorted_unique, sorted_runs
+from wcoj.rows import is_sorted_unique, packed_sort, packing_for, sorted_runs
 
 __all__ = ["ZSet", "consolidate", "checked_weights", "raise_overflow"]
 
@@ -124,28 +124,55 @@ def _sum_runs(keys: I64, weights: I64, merge: bool) -> tuple[I64, I64]:
     Weights are added in input order within a run (the sort is stable), and every partial
     sum is checked, so whether an extreme run overflows does not depend on the sort.
     """
-    order, starts, run_keys = sorted_runs(keys, merge=merge)
+    ps = packed_sort(keys, merge) if keys.shape[1] else None
+    if ps is None:
+        order, starts, run_keys = sorted_runs(keys, merge=merge)
+        w = weights[order]
+        sums = np.empty(starts.shape[0], dtype=np.int64)
+        bad = wk.segment_sum_into(w, starts, sums)
+        if bad >= 0:
+            hi = starts[bad + 1] if bad + 1 < starts.shape[0] else w.shape[0]
+            _raise_sum_overflow(run_keys[bad], w[starts[bad]:hi])
+        keep = sums != 0
+        if keep.all():
+            return run_keys, sums
+        return run_keys[keep], sums[keep]
+    p, order, packed = ps
+    n = keys.shape[0]
+    pos, sums = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     w = weights[order]
-    sums = np.empty(starts.shape[0], dtype=np.int64)
-    bad = wk.segment_sum_into(w, starts, sums)
+    m, bad = wk.run_sums_into(packed, w, pos, sums)
     if bad >= 0:
-        _raise_sum_overflow(run_keys[bad], w, starts, bad)
-    keep = sums != 0
-    if keep.all():
-        return run_keys, sums
-    return run_keys[keep], sums[keep]
+        hi = bad + int(np.searchsorted(packed[bad:], packed[bad], side="right"))
+        _raise_sum_overflow(keys[order[bad]], w[bad:hi])
+    return p.unpack(packed[pos[:m]]), sums[:m].copy()
 
 
-def _raise_sum_overflow(row: I64, w: I64, starts: I64, seg: int) -> None:
-    hi = int(starts[seg + 1]) if seg + 1 < starts.shape[0] else w.shape[0]
-    acc = 0
-    for x in w[int(starts[seg]):hi].tolist():
+def _raise_sum_overflow(row: I64, w: I64) -> None:
+    acc = x = 0
+    for x in w.tolist():
         if not _I64_MIN <= acc + x <= _I64_MAX:
             break
         acc += x
     raise WeightOverflowError(
         f"weights of row {tuple(row.tolist())} sum beyond int64: {acc} + {x} does not fit"
     )
+
+
+def _merge_plus(a_keys: I64, a_weights: I64, b_keys: I64, b_weights: I64) -> tuple[I64, I64]:
+    """The plus of two consolidated Z-sets as one linear merge of their packed rows."""
+    p = packing_for([a_keys, b_keys])
+    if p is None:  # wider than 63 bits: sort the two runs end to end
+        return _sum_runs(np.concatenate([a_keys, b_keys]), np.concatenate([a_weights, b_weights]),
+                         merge=True)
+    n = a_keys.shape[0] + b_keys.shape[0]
+    out_keys, out_w = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    m, bad = wk.merge_add_into(p.pack(a_keys), a_weights, p.pack(b_keys), b_weights, out_keys, out_w)
+    if bad >= 0:
+        row = a_keys[bad]
+        at = int(np.flatnonzero((b_keys == row).all(axis=1))[0])
+        _raise_sum_overflow(row, np.array([a_weights[bad], b_weights[at]]))
+    return p.unpack(out_keys[:m]), out_w[:m].copy()
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -277,9 +304,7 @@ class ZSet:
             return self
         if self.is_empty():
             return other
-        # Two sorted runs end to end: the run-adaptive sort merges them in linear time.
-        return ZSet(*_sum_runs(np.concatenate([self.keys, other.keys]),
-                               np.concatenate([self.weights, other.weights]), merge=True))
+        return ZSet(*_merge_plus(self.keys, self.weights, other.keys, other.weights))
 
     def negate(self) -> ZSet:
         """``-a``: every weight negated (checked: -INT64_MIN does not fit)."""

@@ -5,8 +5,10 @@ Z-sets": checked integer weights). Each kernel writes into a caller-allocated ``
 returns the first offending row, or -1 when everything fitted; the Python wrappers in
 ``wcoj.zset`` raise ``WeightOverflowError`` from that row, before any state is touched.
 
-Inputs: 1-d, C-contiguous int64 arrays. ``starts`` arrays are strictly increasing segment
+Inputs: 1-d int64 arrays. ``starts`` arrays are strictly increasing segment
 starts beginning at 0 (a segment runs to the next start, the last one to the end).
+The two consolidation kernels (``run_sums_into``, ``merge_add_into``) take rows as
+order-preserving int64 codes (``wcoj.rows.Packing``) and return ``(n_written, bad)``.
 """
 
 import numpy as np
@@ -21,6 +23,8 @@ __all__ = [
     "scale_into",
     "segment_sum_into",
     "segment_dot_into",
+    "run_sums_into",
+    "merge_add_into",
 ]
 
 I64_MAX = np.iinfo(np.int64).max
@@ -138,3 +142,78 @@ def segment_dot_into(v, w, starts, out):
             acc += p
         out[s] = acc
     return -1
+
+
+@njit(cache=True, nogil=True)
+def run_sums_into(keys, w, out_pos, out_sums):
+    """Sum ``w`` over each run of equal ``keys`` (sorted), keeping the non-zero sums.
+
+    For the m-th kept run, ``out_pos[m]`` is its first position and ``out_sums[m]`` its
+    sum (both allocated by the caller, as long as ``keys``). Returns ``(m, bad)``: how
+    many runs were kept and the first position of the first run whose running sum leaves
+    int64, or -1. (Gather ``w`` into key order before the call: a gather fused into this
+    loop measured 5x slower than numpy's.)
+    """
+    n = keys.shape[0]
+    m = 0
+    i = 0
+    while i < n:
+        acc = np.int64(0)
+        j = i
+        while j < n and keys[j] == keys[i]:
+            if _add_overflows(acc, w[j]):
+                return m, i
+            acc += w[j]
+            j += 1
+        if acc != 0:
+            out_pos[m] = i
+            out_sums[m] = acc
+            m += 1
+        i = j
+    return m, -1
+
+
+@njit(cache=True, nogil=True)
+def merge_add_into(ka, wa, kb, wb, out_keys, out_w):
+    """Merge two strictly increasing key arrays with non-zero weights, adding the weights
+    of equal keys and dropping zero sums (the plus of two consolidated Z-sets), in
+    O(|a| + |b|).
+
+    The caller allocates ``out_keys`` and ``out_w`` with ``|a| + |b|`` slots. Returns
+    ``(n, bad)``: how many slots were written, and the position in ``ka`` of the first
+    key whose two weights do not add up in int64, or -1.
+    """
+    i = j = n = 0
+    na, nb = ka.shape[0], kb.shape[0]
+    while i < na and j < nb:
+        if ka[i] < kb[j]:
+            out_keys[n] = ka[i]
+            out_w[n] = wa[i]
+            n += 1
+            i += 1
+        elif kb[j] < ka[i]:
+            out_keys[n] = kb[j]
+            out_w[n] = wb[j]
+            n += 1
+            j += 1
+        else:
+            if _add_overflows(wa[i], wb[j]):
+                return n, i
+            s = wa[i] + wb[j]
+            if s != 0:
+                out_keys[n] = ka[i]
+                out_w[n] = s
+                n += 1
+            i += 1
+            j += 1
+    while i < na:
+        out_keys[n] = ka[i]
+        out_w[n] = wa[i]
+        n += 1
+        i += 1
+    while j < nb:
+        out_keys[n] = kb[j]
+        out_w[n] = wb[j]
+        n += 1
+        j += 1
+    return n, -1

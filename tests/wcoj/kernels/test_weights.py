@@ -115,3 +115,48 @@ def test_segment_dot_into_equals_twin(vws):
 def test_single_segment_covers_everything(kernel):
     w = arr(range(100))
     assert run(kernel, w, arr([0]), n=1) == ([4950], -1)
+
+
+@st.composite
+def sorted_keys_with_weights(draw, unique):
+    """Sorted keys; unique ones come from a consolidated Z-set, so their weights are not 0."""
+    keys = sorted(draw(st.lists(st.integers(-4, 4), max_size=30, unique=unique)))
+    ws = int64s.filter(bool) if unique else int64s
+    return keys, draw(st.lists(ws, min_size=len(keys), max_size=len(keys)))
+
+
+@given(sorted_keys_with_weights(unique=False))
+def test_run_sums_into_equals_twin(kw):
+    keys, w = kw
+    pos, sums = np.full(len(keys), SENTINEL, dtype=np.int64), np.full(len(keys), SENTINEL, dtype=np.int64)
+    m, bad = wk.run_sums_into(arr(keys), arr(w), pos, sums)
+    twin, twin_bad = ref.run_sums_into(keys, w)
+    assert int(bad) == twin_bad
+    assert list(zip(pos[:m].tolist(), sums[:m].tolist())) == twin
+
+
+def test_run_sums_into_on_literals():
+    pos, sums = np.zeros(5, dtype=np.int64), np.zeros(5, dtype=np.int64)
+    m, bad = wk.run_sums_into(arr([1, 1, 2, 3, 3]), arr([2, -2, 5, 1, 1]), pos, sums)
+    assert (int(m), int(bad)) == (2, -1)
+    assert pos[:2].tolist() == [2, 3] and sums[:2].tolist() == [5, 2]
+
+
+@given(sorted_keys_with_weights(unique=True), sorted_keys_with_weights(unique=True))
+def test_merge_add_into_equals_twin(a, b):
+    (ka, wa), (kb, wb) = a, b
+    n = len(ka) + len(kb)
+    keys, ws = np.full(n, SENTINEL, dtype=np.int64), np.full(n, SENTINEL, dtype=np.int64)
+    m, bad = wk.merge_add_into(arr(ka), arr(wa), arr(kb), arr(wb), keys, ws)
+    twin, twin_bad = ref.merge_add_into(ka, wa, kb, wb)
+    assert int(bad) == twin_bad
+    if bad < 0:
+        assert list(zip(keys[:m].tolist(), ws[:m].tolist())) == twin
+
+
+def test_merge_add_into_on_literals():
+    keys, ws = np.zeros(5, dtype=np.int64), np.zeros(5, dtype=np.int64)
+    m, bad = wk.merge_add_into(arr([1, 3, 5]), arr([1, 2, 3]), arr([3, 4]), arr([-2, 7]), keys, ws)
+    assert (int(m), int(bad)) == (3, -1)
+    assert keys[:3].tolist() == [1, 4, 5] and ws[:3].tolist() == [1, 7, 3]
+    assert int(wk.merge_add_into(arr([2]), arr([I64_MAX]), arr([2]), arr([1]), keys, ws)[1]) == 0
