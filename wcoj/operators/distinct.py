@@ -101,7 +101,12 @@ class _WithTrace(Operator):
 
 
 class DistinctIncremental(_WithTrace):
-    """Node form of ``distinct_incremental(Δ, prior trace)``."""
+    """Node form of ``distinct_incremental(Δ, prior trace)``: ``H(prior + Δ) - H(prior)``.
+
+    >>> prior = Trace(1).insert(ZSet.from_rows([(1,)]), 0)
+    >>> DistinctIncremental().eval([ZSet.from_dict({(1,): -1}), prior], None, None)[0].to_dict()
+    {(1,): -1}
+    """
 
     name = "distinct_incremental"
 
@@ -110,7 +115,14 @@ class DistinctIncremental(_WithTrace):
 
 
 class DistinctTrace(_WithTrace):
-    """Node form of ``distinct_trace(Δ, prior trace)`` at the node's current time."""
+    """Node form of ``distinct_trace(Δ, prior trace)`` at the node's current time
+    (the w1/w2/w3 rule of the module docstring).
+
+    >>> from wcoj.circuit import Context
+    >>> prior = Trace(1, n_dims=2).insert(ZSet.from_rows([(5,)]), (0, 1))
+    >>> DistinctTrace().eval([ZSet.from_rows([(5,)]), prior], None, Context((1, 0), 2, ()))[0].to_dict()
+    {(5,): 1}
+    """
 
     name = "distinct_trace"
 

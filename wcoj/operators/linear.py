@@ -258,6 +258,11 @@ class Integrate(_PerEpoch):
         a ──▶(+)──┬──▶ I(a)
               ▲   │
               └─z1┘
+
+    >>> op, st = Integrate(), ZSet.empty(1)
+    >>> out, st = op.eval([ZSet.from_rows([(1,)])], st, None)
+    >>> op.eval([ZSet.from_dict({(1,): -1, (2,): 1})], st, None)[0].to_dict()
+    {(2,): 1}
     """
 
     name = "integrate"
@@ -268,7 +273,13 @@ class Integrate(_PerEpoch):
 
 
 class Differentiate(_PerEpoch):
-    """``D(a)[t] = a[t] - a[t-1]``, i.e. ``D(a) = a - z1(a)``; ``D(I(a)) = a``."""
+    """``D(a)[t] = a[t] - a[t-1]``, i.e. ``D(a) = a - z1(a)``; ``D(I(a)) = a``.
+
+    >>> op, st = Differentiate(), ZSet.empty(1)
+    >>> out, st = op.eval([ZSet.from_rows([(1,)])], st, None)
+    >>> op.eval([ZSet.from_rows([(1,), (2,)])], st, None)[0].to_dict()
+    {(2,): 1}
+    """
 
     name = "differentiate"
 

@@ -150,6 +150,13 @@ class Z1Trace(Operator):
     epoch's frontier), since the nested operators need the earlier epochs' history. To
     close the ``integrate_trace`` loop use ``Circuit.delay_trace`` (a feedback node with
     the same meaning).
+
+    >>> op = Z1Trace()
+    >>> st = Trace(1)
+    >>> tr = Trace(1).insert(ZSet.from_rows([(4,)]), 0)
+    >>> out, st = op.eval([tr], st, None)
+    >>> out.is_empty(), op.eval([tr], st, None)[0].consolidate().to_dict()
+    (True, {(4,): 1})
     """
 
     name = "z1_trace"
