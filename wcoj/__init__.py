@@ -17,11 +17,18 @@ from wcoj.errors import (
 )
 from wcoj.indexed import IndexedZSet
 from wcoj.zset import ZSet, consolidate
+from wcoj.trace import Trace
+from wcoj.circuit import Circuit, Operator, Schema, Stream
 
 __all__ = [
     "ZSet",
     "IndexedZSet",
     "consolidate",
+    "Trace",
+    "Circuit",
+    "Stream",
+    "Schema",
+    "Operator",
     "WcojError",
     "QueryError",
     "InputError",
