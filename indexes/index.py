@@ -50,10 +50,11 @@ VIEWS = ("prev", "delta", "curr")
 
 
 def _merge(tries: list[Trie]) -> Trie:
-    zs = [t.to_zset() for t in tries]
-    return Trie.from_zset(ZSet.from_arrays(np.concatenate([z.keys for z in zs]),
-                                           np.concatenate([z.weights for z in zs]),
-                                           arity=tries[0].arity))
+    """One trie holding the sum of ``tries`` (both sorted: ``ZSet.plus`` merges them)."""
+    total = tries[0].to_zset()
+    for t in tries[1:]:
+        total = total + t.to_zset()
+    return Trie.from_zset(total)
 
 
 class IncrementalIndex:

@@ -148,10 +148,11 @@ class Graph:
     def view(self, pattern: str | Pattern, name: str | None = None, orders=None) -> GraphView:
         """Register (or return) a view of ``pattern`` (a ``Pattern`` or a name like ``"4-cycle"``)."""
         p = by_name(pattern) if isinstance(pattern, str) else pattern
-        key = name or p.name
+        key = name or (pattern if isinstance(pattern, str) else p.name)
         if key in self.views:
             return self.views[key]
         v = GraphView(self, p, orders)
+        v.name = key  # the key of Tick.changes, so view.name always finds its change
         self.views[key] = v
         return v
 
@@ -162,23 +163,23 @@ class Graph:
 
     # ------------------------------------------------------------------ ticks
     def _edge_delta(self, inserts: I64, deletes: I64) -> ZSet:
-        """The D delta with set semantics; the last word per edge wins (delete after insert)."""
+        """The D delta with set semantics: a tick's deletes apply after its inserts."""
         rows = np.concatenate([inserts, deletes])
-        if not self.directed:
-            rows = np.concatenate([rows, rows[:, ::-1]])
-            want = np.concatenate([np.ones(len(inserts), bool), np.zeros(len(deletes), bool)] * 2)
-        else:
-            want = np.concatenate([np.ones(len(inserts), bool), np.zeros(len(deletes), bool)])
+        want = np.concatenate([np.ones(len(inserts), bool), np.zeros(len(deletes), bool)])
         keep = rows[:, 0] != rows[:, 1]
         rows, want = rows[keep], want[keep]
+        if not self.directed:  # one decision per unordered pair, then both directions
+            rows = np.sort(rows, axis=1)
         if not len(rows):
             return ZSet.empty(2)
-        # the last mention of an edge decides: deletes come after inserts in this tick
         order = np.lexsort((np.arange(len(rows)), rows[:, 1], rows[:, 0]))
         rows, want = rows[order], want[order]
         last = np.ones(len(rows), dtype=bool)
         last[:-1] = np.any(rows[1:] != rows[:-1], axis=1)
         rows, want = rows[last], want[last]
+        if not self.directed:
+            rows = np.concatenate([rows, rows[:, ::-1]])
+            want = np.concatenate([want, want])
         have = self.relations["D"].view("prev", (0, 1)).weight(rows) > 0
         change = want != have
         return ZSet.from_arrays(rows[change], np.where(want[change], 1, -1), arity=2)
@@ -187,7 +188,7 @@ class Graph:
         if not len(dd):
             return ZSet.empty(2), ZSet.empty(2)
         k = dd.keys
-        pairs = np.unique(np.stack([k.min(axis=1), k.max(axis=1)], axis=1), axis=0)
+        pairs = np.array(ZSet.from_arrays(np.stack([k.min(axis=1), k.max(axis=1)], axis=1), arity=2).keys)
         D = self.relations["D"]
         prev, curr = D.view("prev", (0, 1)), D.view("curr", (0, 1))
         rev = pairs[:, ::-1].copy()

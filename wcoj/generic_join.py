@@ -40,13 +40,21 @@ import numpy.typing as npt
 from wcoj.errors import ArityMismatchError, QueryError, UnboundVariableError, WeightOverflowError
 from wcoj.extenders import IncrementalSource, PrefixExtender, descend
 from wcoj.kernels import weights as wk
-from wcoj.kernels.intersect import count_last_level, extend_level
+from wcoj.kernels.intersect import (
+    count_last_level,
+    count_last_level_parallel,
+    count_pair,
+    count_pair_parallel,
+    extend_level,
+    extend_pair,
+)
 from wcoj.zset import ZSet
 
 __all__ = ["Atom", "generic_join", "IncrementalGenericJoin", "choose_order", "SLICE_ROWS"]
 
 I64 = npt.NDArray[np.int64]
 SLICE_ROWS = 1 << 21  # upper bound on candidate rows materialised per slice
+PARALLEL_ROWS = 50_000  # count the last level on all cores above this many frontier rows
 
 
 def _is_var(t: object) -> bool:
@@ -217,10 +225,13 @@ class _TrieRun:
         lo = np.zeros((1, P), dtype=np.int64)
         hi = np.zeros((1, P), dtype=np.int64)
         for i, a in enumerate(self.atoms):
-            consts = np.array([a.constants], dtype=np.int64).reshape(1, -1)
+            consts = a.constants
             for q in self.atom_parts[i]:
-                l, h = descend(self.parts[q], consts)
-                lo[0, q], hi[0, q] = l[0], h[0]
+                if consts:
+                    l, h = descend(self.parts[q], np.array([consts], dtype=np.int64))
+                    lo[0, q], hi[0, q] = l[0], h[0]
+                else:
+                    hi[0, q] = len(self.parts[q].values[0])
         return np.zeros((1, 0), dtype=np.int64), np.ones(1, dtype=np.int64), lo, hi
 
     def blocks(self, level: int, bound: I64, w: I64, LO: I64, HI: I64,
@@ -238,7 +249,14 @@ class _TrieRun:
         if final and count_only and not lv.filters:
             pw = tuple(self.parts[q].weights for i in lv.atoms for q in self.atom_parts[i])
             sums = np.empty(lo.shape[0], dtype=np.int64)
-            bad = count_last_level(vals, lo, hi, lv.atom_start, pw, w, sums)
+            big = lo.shape[0] >= PARALLEL_ROWS
+            if len(S) == 2 and len(lv.atoms) == 2:  # two single-run atoms: the pair kernel
+                kernel = count_pair_parallel if big else count_pair
+                bad = kernel(vals[0], lo[:, 0].copy(), hi[:, 0].copy(), pw[0],
+                             vals[1], lo[:, 1].copy(), hi[:, 1].copy(), pw[1], w, sums)
+            else:
+                kernel = count_last_level_parallel if big else count_last_level
+                bad = kernel(vals, lo, hi, lv.atom_start, pw, w, sums)
             if bad >= 0:
                 raise WeightOverflowError(f"the weighted count under prefix {bound[bad].tolist()} does not fit in int64")
             yield _checked_total(sums)
@@ -258,8 +276,16 @@ class _TrieRun:
     def _slice(self, level, lv, vals, bound, w, LO, HI, lo, hi, cap, count_only):
         out_parent = np.empty(cap, dtype=np.int64)
         out_val = np.empty(cap, dtype=np.int64)
-        out_hit = np.empty((cap, len(lv.parts)), dtype=np.int64)
-        m = extend_level(vals, lo, hi, lv.atom_start, out_parent, out_val, out_hit)
+        out_hit = None
+        if len(lv.parts) == 2 and len(lv.atoms) == 2:  # two single-run atoms: the pair kernel
+            ha = np.empty(cap, dtype=np.int64)
+            hb = np.empty(cap, dtype=np.int64)
+            m = extend_pair(vals[0], lo[:, 0].copy(), hi[:, 0].copy(), vals[1], lo[:, 1].copy(),
+                            hi[:, 1].copy(), out_parent, out_val, ha, hb)
+            out_hit = np.stack([ha[:m], hb[:m]], axis=1)
+        else:
+            out_hit = np.empty((cap, len(lv.parts)), dtype=np.int64)
+            m = extend_level(vals, lo, hi, lv.atom_start, out_parent, out_val, out_hit)
         parent, val, hit = out_parent[:m], out_val[:m], out_hit[:m]
         nb = np.empty((m, bound.shape[1] + 1), dtype=np.int64)
         nb[:, :-1] = bound[parent]

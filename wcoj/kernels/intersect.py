@@ -19,7 +19,7 @@ every part (``-1`` where absent).
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 # Checked arithmetic lives with the other weight kernels. Numba's cache does not notice
 # edits to jitted helpers imported from another file: clear __pycache__ after editing them.
@@ -33,6 +33,10 @@ __all__ = [
     "extend_level",
     "count_last_level",
     "find_in_ranges",
+    "count_last_level_parallel",
+    "extend_pair",
+    "count_pair",
+    "count_pair_parallel",
 ]
 
 GALLOP_RATIO = 32  # gallop when one side is this many times longer
@@ -251,3 +255,140 @@ def find_in_ranges(vals, lo, hi, x, out):
             else:
                 right = mid
         out[i] = left if left < hi[i] and vals[left] == x[i] else -1
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def count_last_level_parallel(vals, lo, hi, atom_start, part_weights, row_weights, out_sums):
+    """``count_last_level`` with the rows split into chunks counted on all cores.
+
+    Same contract and result; worth it for a whole batch count (hundreds of thousands of
+    rows), not for a tick's small frontier (thread start-up costs more than it saves).
+    """
+    n_rows = lo.shape[0]
+    n_chunks = min(n_rows, 256)
+    bad = np.full(n_chunks, -1, dtype=np.int64)
+    for c in prange(n_chunks):
+        r0 = c * n_rows // n_chunks
+        r1 = (c + 1) * n_rows // n_chunks
+        b = count_last_level(vals, lo[r0:r1], hi[r0:r1], atom_start, part_weights,
+                             row_weights[r0:r1], out_sums[r0:r1])
+        if b >= 0:
+            bad[c] = r0 + b
+    for c in range(n_chunks):
+        if bad[c] >= 0:
+            return bad[c]
+    return -1
+
+
+# ---------------------------------------------------------------------------------------
+# Two-part fast path. When exactly two parts take part in a level (two atoms of one run
+# each, the common case of a batch join), passing both arrays directly avoids indexing a
+# tuple of arrays per candidate, and each row picks a merge or a gallop by size ratio.
+
+
+@njit(cache=True, nogil=True)
+def _pair_row(va, la, ha, vb, lb, hb, emit_parent, emit_val, emit_ha, emit_hb, r, n_out, write):
+    na, nb = ha - la, hb - lb
+    if na == 0 or nb == 0:
+        return n_out
+    if na > nb:  # walk the smaller side, search the larger
+        va, la, ha, vb, lb, hb = vb, lb, hb, va, la, ha
+        swapped = True
+    else:
+        swapped = False
+    i, j = la, lb
+    gallop = (hb - lb) >= GALLOP_RATIO * (ha - la)
+    while i < ha and j < hb:
+        x = va[i]
+        if gallop:
+            j = gallop_geq(vb, j, hb, x)
+            if j >= hb:
+                break
+        else:
+            while j < hb and vb[j] < x:
+                j += 1
+            if j >= hb:
+                break
+        if vb[j] == x:
+            if write:
+                emit_parent[n_out] = r
+                emit_val[n_out] = x
+                if swapped:
+                    emit_ha[n_out], emit_hb[n_out] = j, i
+                else:
+                    emit_ha[n_out], emit_hb[n_out] = i, j
+            n_out += 1
+            j += 1
+        i += 1
+    return n_out
+
+
+@njit(cache=True, nogil=True)
+def extend_pair(va, lo_a, hi_a, vb, lo_b, hi_b, out_parent, out_val, out_ha, out_hb):
+    """``extend_level`` for two single-part atoms; ``out_ha``/``out_hb`` are the positions in each."""
+    n_out = 0
+    for r in range(lo_a.shape[0]):
+        n_out = _pair_row(va, lo_a[r], hi_a[r], vb, lo_b[r], hi_b[r], out_parent, out_val,
+                          out_ha, out_hb, r, n_out, True)
+    return n_out
+
+
+@njit(cache=True, nogil=True)
+def _count_pair_rows(va, lo_a, hi_a, wa, vb, lo_b, hi_b, wb, row_weights, out_sums, r0, r1):
+    for r in range(r0, r1):
+        la, ha, lb, hb = lo_a[r], hi_a[r], lo_b[r], hi_b[r]
+        out_sums[r] = 0
+        if ha == la or hb == lb:
+            continue
+        x_v, x_w, xl, xh = va, wa, la, ha
+        y_v, y_w, yl, yh = vb, wb, lb, hb
+        if ha - la > hb - lb:
+            x_v, x_w, xl, xh, y_v, y_w, yl, yh = vb, wb, lb, hb, va, wa, la, ha
+        gallop = (yh - yl) >= GALLOP_RATIO * (xh - xl)
+        acc = np.int64(0)
+        j = yl
+        for i in range(xl, xh):
+            x = x_v[i]
+            if gallop:
+                j = gallop_geq(y_v, j, yh, x)
+            else:
+                while j < yh and y_v[j] < x:
+                    j += 1
+            if j >= yh:
+                break
+            if y_v[j] == x:
+                if _mul_overflows(x_w[i], y_w[j]):
+                    return r
+                p = x_w[i] * y_w[j]
+                if _add_overflows(acc, p):
+                    return r
+                acc += p
+                j += 1
+        if _mul_overflows(acc, row_weights[r]):
+            return r
+        out_sums[r] = acc * row_weights[r]
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def count_pair(va, lo_a, hi_a, wa, vb, lo_b, hi_b, wb, row_weights, out_sums):
+    """``count_last_level`` for two single-part atoms (leaf weights ``wa``, ``wb``)."""
+    return _count_pair_rows(va, lo_a, hi_a, wa, vb, lo_b, hi_b, wb, row_weights, out_sums,
+                            0, lo_a.shape[0])
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def count_pair_parallel(va, lo_a, hi_a, wa, vb, lo_b, hi_b, wb, row_weights, out_sums):
+    """``count_pair`` over chunks of rows on all cores."""
+    n_rows = lo_a.shape[0]
+    n_chunks = min(n_rows, 256)
+    bad = np.full(n_chunks, -1, dtype=np.int64)
+    for c in prange(n_chunks):
+        r0 = c * n_rows // n_chunks
+        r1 = (c + 1) * n_rows // n_chunks
+        bad[c] = _count_pair_rows(va, lo_a, hi_a, wa, vb, lo_b, hi_b, wb, row_weights,
+                                  out_sums, r0, r1)
+    for c in range(n_chunks):
+        if bad[c] >= 0:
+            return bad[c]
+    return -1
