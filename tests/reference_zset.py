@@ -12,17 +12,7 @@ Used by ``tests/wcoj`` and, as the "dict-of-tuples Z-set", by ``benchmarks/bench
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
-
-# `.venv/bin/pytest` (unlike `python -m pytest`) leaves the project root off sys.path,
-# while pytest puts tests/ on it; tests/wcoj/ would then shadow the installed `wcoj` as a
-# namespace package. Test modules import this one before `wcoj`. (A project-wide fix is
-# `pythonpath = ["."]` in pyproject's pytest options.)
-_ROOT = str(Path(__file__).resolve().parents[1])
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
 
 __all__ = [
     "I64_MIN", "I64_MAX", "Overflow", "fits",
