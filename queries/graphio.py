@@ -451,7 +451,7 @@ def generate_changes(graph_edges: npt.ArrayLike, n_ticks: int, per_tick: int,
     """
     rng = np.random.default_rng(seed)
     edges = np.sort(np.asarray(graph_edges, dtype=np.int64).reshape(-1, 2), axis=1)
-    nodes = np.unique(edges) if len(edges) else np.arange(2, dtype=np.int64)
+    nodes = _sorted_unique(edges.ravel()) if len(edges) else np.arange(2, dtype=np.int64)
     n = len(nodes)
     idx = np.searchsorted(nodes, edges)
     present = _sorted_unique(idx[:, 0] * n + idx[:, 1])  # keys of (min, max) node indices

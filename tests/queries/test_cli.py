@@ -133,3 +133,10 @@ def test_spark_without_pyspark_or_with_it_never_tracebacks(capsys, monkeypatch):
                         lambda name, *a: None if name == "pyspark" else real(name, *a))
     assert main(["spark", "--help"]) == 2
     assert "wcoj: error: wcoj spark needs pyspark" in capsys.readouterr().err
+
+
+def test_demo_runs_small_and_its_closing_check_passes(capsys):
+    assert main(["demo", "--edges", "3000", "--ticks", "3", "--per-tick", "50", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "3,000 edges" in out and "\nOK (closing check" in out
+    assert len([x for x in out.splitlines() if x.split()[:1] in (["1"], ["2"], ["3"])]) == 3
