@@ -7,7 +7,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from strategies import graph_snapshots, nodes, zdelta
-from wcoj.recursion import reachability_circuit, transitive_closure_circuit
+from wcoj.circuit import Circuit
+from wcoj.recursion import closure, reachability_circuit, transitive_closure_circuit
 from wcoj.zset import ZSet
 
 
@@ -90,3 +91,20 @@ def test_a_tick_without_changes_outputs_nothing_and_a_long_path_iterates_deep():
     assert c.step({})["closure"].is_empty()
     out = c.step({"edges": ZSet.from_dict({(14, 15): -1})})["closure"]
     assert out.to_dict() == {(i, j): -1 for i in range(15) for j in range(15, 31)}
+
+
+@given(graph_snapshots)
+def test_recursion_two_levels_down_uses_three_coordinate_times(snaps):
+    # root -> child -> grandchild: the closure runs at times (tick, i, j); the nested
+    # join and distinct_trace take their corners over three coordinates.
+    c = Circuit()
+    s = c.source(arity=2, name="e")
+    child = c.child()
+    grand = child.child()
+    e = grand.import_(child.import_(s))
+    c.sink(child.export(grand.export(closure(grand, e, e))), "tc")
+    acc, before = {}, frozenset()
+    for after in snaps:
+        acc = _check(c.step({"e": zdelta(before, after, 2)})["tc"], acc)
+        assert acc == ref.closure(after)
+        before = after
