@@ -27,7 +27,10 @@ cycle avoids a delay (``CircuitError`` names the nodes on the cycle).
 persistent, Z-sets are read-only). ``step`` evaluates into a staged copy of the state
 dictionary and replaces the committed one only when the whole step (every iteration of
 every child) succeeded; when any node raises (e.g. ``WeightOverflowError``) the staged copy
-is dropped, so all traces, delays and integrals are exactly as before the step.
+is dropped, so all traces, delays and integrals are exactly as before the step. Operators
+whose state is mutable (big in-place indexes) get two more hooks: ``eval`` returns a
+*staged* state (e.g. the pending changes), then ``commit(staged)`` runs once after the
+step succeeded and ``rollback(staged)`` if it failed.
 
 **Adding an operator** (e.g. a ``MultiwayJoin`` over k delta streams). Subclass
 ``Operator`` (``wcoj.protocol``, re-exported here) and set:
@@ -45,7 +48,8 @@ is dropped, so all traces, delays and integrals are exactly as before the step.
   state that lives for one epoch (``z1``, ``integrate``); ``pending(state, ctx)`` if the
   operator may produce output at a later iteration without new input (defaults to False;
   the fixed-point loop already runs every epoch at least as long as the longest earlier
-  epoch, which covers ``distinct_trace`` and the nested join).
+  epoch, which covers ``distinct_trace`` and the nested join);
+- optional ``commit(staged)`` / ``rollback(staged)`` for mutable state (see Atomicity).
 
 Then ``circuit.add(MyOp(...), *streams)`` wires it. A ``MultiwayJoin`` would declare
 ``input_kinds=("zset",)``, ``variadic=True``, keep its incremental indexes in its state and
@@ -122,6 +126,7 @@ class Circuit:
         self._exports: list[tuple[int, str]] = []  # (child node id, mode)
         self._order: list[int] | None = None
         self._state: dict[int, Any] | None = None
+        self._journal: dict[tuple[int, ...], tuple[Operator, Any]] = {}  # this step's staged states
         self.closed = False
         self.time = 0  # root: the next tick
 
@@ -371,6 +376,7 @@ class Circuit:
             elif k == "operator":
                 ctx = Context(time, self.n_dims, self.global_id(j))
                 out, state[j] = node.op.eval([values[i] for i in node.inputs], state[j], ctx)
+                self._root()._journal[ctx.node] = (node.op, state[j])
                 values[j] = out
             elif k == "feedback":
                 values[j] = state[j]
@@ -454,11 +460,21 @@ class Circuit:
         given = self._inputs(inputs or {})
         committed = self._state if self._state is not None else self._init_state()
         state = dict(committed)
-        values = self._eval(self.time, given, state)
-        self._latch(values, state)
-        self._clock_end(state, self.time, epoch_end=False)
+        self._journal = {}
+        try:
+            values = self._eval(self.time, given, state)
+            self._latch(values, state)
+            self._clock_end(state, self.time, epoch_end=False)
+        except BaseException:
+            for op, staged in self._journal.values():
+                op.rollback(staged)
+            raise
+        finally:
+            journal, self._journal = self._journal, {}
         self._state = state  # commit: everything above succeeded
         self.time += 1
+        for op, staged in journal.values():
+            op.commit(staged)
         return {name: values[j] for name, j in self._sinks.items()}
 
     def _inputs(self, inputs: Mapping[Any, Any]) -> dict[int, Any]:

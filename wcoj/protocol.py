@@ -104,6 +104,12 @@ class Operator:
     def pending(self, state: Any, ctx: Context) -> bool:
         return False
 
+    def commit(self, staged: Any) -> None:
+        """The step that produced ``staged`` (this node's last state) succeeded."""
+
+    def rollback(self, staged: Any) -> None:
+        """The step that produced ``staged`` failed; its state is not committed."""
+
     def check_inputs(self, inputs: list[Schema]) -> None:
         """Raise ``CircuitError`` unless ``inputs`` match ``input_kinds``."""
         kinds = [s.kind for s in inputs]

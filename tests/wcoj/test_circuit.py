@@ -246,3 +246,41 @@ def test_a_failed_tick_in_the_middle_changes_nothing(snaps):
         got.check()
         assert got == want
         before = after
+
+
+def test_commit_and_rollback_hooks_see_the_staged_state():
+    from wcoj.circuit import Operator
+
+    class Counting(Operator):
+        """Counts rows seen; ``commit``/``rollback`` log what happened to each staged count."""
+
+        name = "counting"
+        input_kinds = ("zset",)
+
+        def __init__(self):
+            self.log = []
+
+        def output_schema(self, inputs):
+            return inputs[0]
+
+        def init_state(self, inputs, n_dims):
+            return 0
+
+        def eval(self, values, state, ctx):
+            return values[0], state + len(values[0])
+
+        def commit(self, staged):
+            self.log.append(("commit", staged))
+
+        def rollback(self, staged):
+            self.log.append(("rollback", staged))
+
+    c = Circuit()
+    s = c.source(arity=1, name="s")
+    op = Counting()
+    c.sink(c.add(op, s).integrate(), "I")
+    c.step({"s": z([(1,), (2,)], [BIG, 1])})
+    with pytest.raises(WeightOverflowError):
+        c.step({"s": z([(1,)], [BIG])})
+    c.step({"s": z([(3,)])})
+    assert op.log == [("commit", 2), ("rollback", 3), ("commit", 3)]
