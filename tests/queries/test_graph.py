@@ -1,0 +1,231 @@
+"""The graph API: set semantics of ticks, views maintained after every tick (against a
+fresh graph and brute force), each tick's changes, and failed ticks that change nothing."""
+
+import numpy as np
+import pytest
+import reference_joins as ref
+from hypothesis import given
+from hypothesis import strategies as st
+
+from queries.graph import Graph, as_edge_array
+from wcoj.errors import InputError, WeightOverflowError
+from wcoj.zset import ZSet
+
+I64 = np.int64
+nodes = st.integers(0, 6)
+graphs = st.frozensets(st.tuples(nodes, nodes), max_size=14)
+
+
+def arr(edges) -> np.ndarray:
+    return np.array(sorted(edges), dtype=I64).reshape(-1, 2)
+
+
+def edge_set(g: Graph) -> set:
+    return {tuple(e) for e in g.edges().tolist()}
+
+
+def target_edges(snapshot, directed):
+    return ref.simple_directed(snapshot) if directed else ref.simple_undirected(snapshot)
+
+
+VIEWS = {False: ("triangle", "4-cycle", "4-clique", "5-cycle", "3-cycle"),
+         True: ("3-cycle", "directed-4-cycle", "triangle", "4-cycle")}
+ORACLES = {
+    "triangle": lambda e, d: ref.triangles(e),
+    "4-cycle": lambda e, d: ref.undirected_cycles(e, 4),
+    "5-cycle": lambda e, d: ref.undirected_cycles(e, 5),
+    "4-clique": lambda e, d: ref.cliques(e, 4),
+    "3-cycle": lambda e, d: ref.directed_cycles(e if d else e | {(v, u) for u, v in e}, 3),
+    "directed-4-cycle": lambda e, d: ref.directed_cycles(e, 4),
+}
+
+
+def snapshot_state(g: Graph):
+    """Everything a failed tick must leave alone."""
+    runs = {(n, cols): [t.to_zset() for t in idx.runs]
+            for n, rel in g.relations.items() for cols, idx in rel.indexes.items()}
+    staged = {(n, cols): idx.staged for n, rel in g.relations.items() for cols, idx in rel.indexes.items()}
+    return (runs, staged, edge_set(g), {k: v.count for k, v in g.views.items()},
+            {k: v.last_change for k, v in g.views.items()}, g.n_ticks,
+            {n: rel.delta for n, rel in g.relations.items()})
+
+
+# ------------------------------------------------------------------ set semantics
+def test_set_semantics_undirected():
+    g = Graph()
+    g.load_edges(np.array([[1, 2], [2, 1], [1, 1], [2, 3]]))          # duplicate and self-loop dropped
+    assert edge_set(g) == {(1, 2), (2, 3)} and g.n_edges == 2
+    tri = g.view("triangle")
+    t = g.apply(inserts=np.array([[2, 1], [4, 4]]))                    # existing (reversed) and self-loop
+    assert len(t.edge_delta) == 0 and t.changes["triangle"].to_dict() == {} and g.n_edges == 2
+    t = g.apply(deletes=np.array([[5, 6], [3, 1]]))                    # missing edges
+    assert len(t.edge_delta) == 0 and edge_set(g) == {(1, 2), (2, 3)}
+    t = g.apply(inserts=np.array([[3, 1]]))
+    assert t.edge_delta.to_dict() == {(1, 3): 1}            # the primary relation O: pairs (min, max)
+    assert t.changes["triangle"].to_dict() == {(1, 2, 3): 1} and tri.count == 1
+    # insert and delete of the same edge in one tick: the delete wins
+    t = g.apply(inserts=np.array([[3, 4], [1, 2]]), deletes=np.array([[3, 4], [1, 2]]))
+    assert edge_set(g) == {(1, 3), (2, 3)}
+    assert t.changes["triangle"].to_dict() == {(1, 2, 3): -1} and tri.count == 0
+    assert g.n_ticks == 4
+
+
+def test_insert_and_delete_of_one_edge_in_opposite_directions():
+    """Regression (fixed in cc27d0b): the reversed copy of an insert used to come after the
+    deletes, so D kept (2, 1) alone and O kept the edge."""
+    g = Graph()
+    g.load_edges(np.array([[1, 2]]))
+    g.apply(inserts=np.array([[1, 2]]), deletes=np.array([[2, 1]]))
+    assert g.relations["D"].contents().to_dict() == {}
+    assert edge_set(g) == set()
+    g.apply(inserts=np.array([[3, 4]]), deletes=np.array([[4, 3]]))
+    assert g.relations["D"].contents().to_dict() == {} and edge_set(g) == set()
+
+
+def test_set_semantics_directed():
+    g = Graph(directed=True)
+    g.load_edges(np.array([[1, 2], [2, 1], [2, 3]]))
+    assert edge_set(g) == {(1, 2), (2, 1), (2, 3)} and g.n_edges == 3
+    assert g.relations["O"].contents().to_dict() == {(1, 2): 1, (2, 3): 1}
+    cyc, tri = g.view("3-cycle"), g.view("triangle")
+    t = g.apply(inserts=np.array([[3, 1]]))
+    assert t.changes["3-cycle"].to_dict() == {(1, 2, 3): 1} and t.changes["triangle"].to_dict() == {(1, 2, 3): 1}
+    # deleting one direction keeps the undirected edge while the other direction exists
+    t = g.apply(deletes=np.array([[1, 2]]))
+    assert t.changes["3-cycle"].to_dict() == {(1, 2, 3): -1} and t.changes["triangle"].to_dict() == {}
+    assert g.relations["O"].contents().to_dict() == {(1, 2): 1, (1, 3): 1, (2, 3): 1}
+    t = g.apply(deletes=np.array([[2, 1]]))
+    assert t.changes["triangle"].to_dict() == {(1, 2, 3): -1}
+    assert (cyc.count, tri.count) == (0, 0)
+
+
+def test_load_edges_into_a_graph_with_views_is_a_tick():
+    g = Graph()
+    g.load_edges(np.array([[1, 2], [1, 3]]))
+    v = g.view("triangle")
+    g.load_edges(np.array([[2, 3]]))
+    assert v.count == 1 and g.n_ticks == 1
+    assert g.count("triangle") == 1 and list(g.views) == ["triangle"]   # count registers nothing
+
+
+def test_view_is_registered_once_and_can_be_renamed():
+    g = Graph()
+    g.load_edges(np.array([[1, 2], [2, 3], [1, 3]]))
+    a = g.view("triangle")
+    assert g.view("triangle") is a
+    b = g.view("triangle", name="again")
+    assert b is not a and b.count == a.count == 1
+    assert repr(a) == "GraphView('triangle', count=1)"
+
+
+# ------------------------------------------------------------------ maintained views
+def tick_lists(snapshot_before, snapshot_after, noise, directed, flip):
+    """Inserts and deletes that move the graph between two snapshots, with noise that set
+    semantics must ignore: re-inserts of present edges, deletes of absent ones, self-loops,
+    reversed duplicates, and edges both inserted and deleted (absent afterwards)."""
+    before, after = target_edges(snapshot_before, directed), target_edges(snapshot_after, directed)
+    ins = sorted(after - before) + sorted(after & before)[:2]
+    dels = sorted(before - after)
+    both = [e for e in noise if e[0] != e[1] and
+            (e not in after if directed else (min(e), max(e)) not in after)]
+    absent = [e for e in noise if (e not in after and e not in before) and
+              (directed or (min(e), max(e)) not in after | before)]
+    ins += both + [(3, 3)]
+    dels += both + absent
+    if not directed and flip:   # undirected: (v, u) names the same edge, also across the two lists
+        ins = [(v, u) for u, v in ins]
+    return arr(ins), arr(dels)
+
+
+@pytest.mark.parametrize("directed", [False, True], ids=["undirected", "directed"])
+@given(ticks=st.lists(st.tuples(graphs, graphs, st.booleans()), min_size=1, max_size=4), initial=graphs)
+def test_views_equal_a_fresh_graph_after_every_tick(directed, ticks, initial):
+    g = Graph(directed=directed)
+    g.load_edges(arr(initial))
+    views = {name: g.view(name) for name in VIEWS[directed]}
+    prev = initial
+    for snap, noise, flip in ticks:
+        before = {name: v.result().to_dict() for name, v in views.items()}
+        ins, dels = tick_lists(prev, snap, noise, directed, flip)
+        tick = g.apply(inserts=ins, deletes=dels)
+        want_edges = target_edges(snap, directed)
+        assert edge_set(g) == want_edges and g.n_edges == len(want_edges)
+        fresh = Graph(directed=directed)
+        fresh.load_edges(g.edges())
+        for name, v in views.items():
+            after = v.result().to_dict()
+            assert after == {r: 1 for r in sorted(ORACLES[name](want_edges, directed))}
+            assert v.count == fresh.count(name) == len(after)
+            assert tick.changes[v.name].to_dict() == ref.zdiff(after, before[name])
+            assert v.last_change is tick.changes[v.name]
+        g.check_views()
+        prev = snap
+
+
+# ------------------------------------------------------------------ failed ticks
+@pytest.mark.parametrize("inserts, deletes, match", [
+    (np.array([[1, 2, 3]]), None, r"inserts must have shape \(m, 2\), got \(1, 3\)"),
+    (np.array([1, 2]), None, r"got \(2,\)"),
+    (np.array([[1.0, 2.0]]), None, "integer node ids, got dtype float64"),
+    (np.array([[1, -5]]), None, "node id -5 in row 0"),
+    (np.array([[0, 1], [2**62, 1]]), None, "node id 4611686018427387904 in row 1"),
+    (np.array([[0, 1], [2**64 - 1, 1]], dtype=np.uint64), None, "node id 18446744073709551615 in row 1"),
+    (np.array([[4, 5]]), np.array([[1, 2], [3, -1]]), "deletes: node id -1 in row 1"),
+    (np.array([["a", "b"]]), None, "dtype <U1"),
+])
+def test_bad_input_raises_and_changes_nothing(inserts, deletes, match):
+    g = Graph()
+    g.load_edges(np.array([[1, 2], [1, 3], [2, 4]]))
+    for name in ("triangle", "4-cycle", "3-cycle"):
+        g.view(name)
+    g.apply(inserts=np.array([[3, 4]]))
+    state = snapshot_state(g)
+    with pytest.raises(InputError, match=match):
+        g.apply(inserts=inserts, deletes=deletes)
+    assert_same_state(state, snapshot_state(g))
+    g.check_views()
+    g.apply(inserts=np.array([[2, 3]]))                                   # and the graph still works
+    assert g.views["triangle"].count == 2
+
+
+def assert_same_state(a, b):
+    runs_a, staged_a, edges_a, counts_a, last_a, ticks_a, delta_a = a
+    runs_b, staged_b, edges_b, counts_b, last_b, ticks_b, delta_b = b
+    assert {k: runs_b[k] for k in runs_a} == runs_a
+    for (n, cols), runs in runs_b.items():   # indexes built on demand during the failed tick
+        if (n, cols) not in runs_a:
+            natural = runs_a[(n, (0, 1))]
+            assert ZSet.from_arrays(np.concatenate([z.keys for z in runs]).reshape(-1, 2),
+                                    np.concatenate([z.weights for z in runs]), arity=2) == \
+                ZSet.from_arrays(np.concatenate([z.keys[:, list(cols)] for z in natural]).reshape(-1, 2),
+                                 np.concatenate([z.weights for z in natural]), arity=2)
+    assert all(v is None for v in staged_b.values())
+    assert (edges_a, counts_a, ticks_a) == (edges_b, counts_b, ticks_b)
+    assert all(last_a[k] is last_b[k] for k in last_a)
+    assert all(len(d) == 0 for d in delta_b.values())
+
+
+def test_weight_overflow_rolls_the_tick_back():
+    big = 2**62
+    g = Graph()
+    g.load_edges(np.array([[1, 2], [1, 3], [5, 6]]))
+    # weights near 2**62 in O (never produced by the graph API itself) force the overflow
+    g.relations["O"].load(ZSet.from_dict({(1, 2): big, (1, 3): big, (5, 6): 1}))
+    tri, sq = g.view("triangle"), g.view("4-cycle")
+    state = snapshot_state(g)
+    with pytest.raises(WeightOverflowError):
+        g.apply(inserts=np.array([[2, 3], [6, 7]]))                        # closes 1-2-3: big * big
+    assert_same_state(state, snapshot_state(g))
+    assert g.relations["O"].contents().to_dict() == {(1, 2): big, (1, 3): big, (5, 6): 1}
+    assert (tri.count, sq.count) == (0, 0)
+    t = g.apply(inserts=np.array([[6, 7]]))                                # a tick that fits still works
+    assert edge_set(g) == {(1, 2), (1, 3), (5, 6), (6, 7)} and t.changes["triangle"].to_dict() == {}
+
+
+def test_as_edge_array_accepts_any_integer_dtype_and_empty_input():
+    assert as_edge_array([]).shape == (0, 2)
+    assert as_edge_array(np.array([[1, 2]], dtype=np.uint8)).dtype == np.int64
+    assert as_edge_array([[2**62 - 1, 0]]).tolist() == [[2**62 - 1, 0]]
+    g = Graph()
+    t = g.apply()
+    assert len(t.edge_delta) == 0 and g.n_ticks == 1
