@@ -229,6 +229,13 @@ def _split_change(change: ZSet, cap: int) -> dict:
     }
 
 
+def _edges_changed(edge_delta: ZSet, directed: bool) -> int:
+    """Changed edges of a tick; an undirected edge counts once whether the delta holds
+    it once as ``(min, max)`` or in both directions."""
+    k = edge_delta.keys
+    return len(k) if directed else int((k[:, 0] < k[:, 1]).sum())
+
+
 def _stream(args) -> int:
     if args.max_rows < 0:
         raise InputError(f"--max-rows must be >= 0, got {args.max_rows}")
@@ -251,7 +258,7 @@ def _stream(args) -> int:
         for tick, inserts, deletes in ticks:
             t = g.apply(inserts=inserts, deletes=deletes)
             total += t.seconds
-            changed = len(t.edge_delta) if directed else len(t.edge_delta) // 2
+            changed = _edges_changed(t.edge_delta, directed)
             for label, v in views:
                 rec = {"tick": tick, "pattern": label, "count": v.count,
                        **_split_change(t.changes[label], args.max_rows),

@@ -92,7 +92,8 @@ def run(n_edges: int, n_ticks: int, per_tick: int, seed: int = 0, avg_degree: fl
     for tick, inserts, deletes in ticks:
         out = g.apply(inserts=inserts, deletes=deletes)
         seconds.append(out.seconds)
-        n_changed = len(out.edge_delta) // 2  # D holds both directions of an undirected edge
+        k = out.edge_delta.keys  # an undirected edge may be held in one or both directions
+        n_changed = int((k[:, 0] < k[:, 1]).sum())
         bar.write(f"{tick:>5} {n_changed:>8} {views['triangle'].count:>12,} "
                   f"{views['4-cycle'].count:>14,} {out.seconds * 1e3:>8.1f}", file=sys.stdout)
         bar.update()
