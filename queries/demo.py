@@ -91,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     result = out["reach"]
     print(f"tick   0  load: +{edges.shape[0]} edges  reach +{len(result)}  "
           f"{child.iterations()} iterations  {load * 1e3:9.1f} ms")
+    print("(per tick: edge changes, reachable pairs gained/lost, depth of the fixed point "
+          "and how many of its iterations had work, time)")
 
     current = {tuple(e) for e in edges.tolist()}
     times, changes = [], []
@@ -115,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         changes.append(n_plus + n_minus)
         if not args.quiet:
             print(f"tick {tick:3d}  edges -{len(gone)} +{len(new)}  reach +{n_plus} -{n_minus}  "
-                  f"{child.iterations()} iterations  {dt * 1e3:9.1f} ms")
+                  f"{child.iterations():3d} deep {child.iterations(evaluated=True):3d} run  {dt * 1e3:9.1f} ms")
 
     t0 = time.perf_counter()
     expect = bfs_reach(np.array(sorted(current), dtype=np.int64).reshape(-1, 2), roots)

@@ -19,6 +19,14 @@ node within its circuit, ``global_id`` the path of local ids from the root.
                                            │          └── join ◀── z^-1 ◀──┘    │
                                            └─────────────────────────────────────┘
 
+**Fixed points.** A child with ``fixedpoint="empty"`` (the delta form of incremental
+recursion) iterates while a delay carries a non-empty value. Once all are empty it may
+still have work: the nested rules (``distinct_trace``, the nested join, ``aggregate``)
+fire at an iteration where an earlier epoch changed a key that this epoch touched. So
+the loop asks every operator for ``next_busy`` and jumps to the soonest, skipping idle
+iterations, and never stops before the depth of the deepest earlier epoch unless every
+operator answers ``None``. ``fixedpoint="unchanged"`` stops when no delay's value changed.
+
 Wiring is checked when a node is added: the number and kinds of its inputs (via the
 operator's ``output_schema``), that its inputs belong to the same circuit, and that no
 cycle avoids a delay (``CircuitError`` names the nodes on the cycle).
@@ -45,10 +53,10 @@ step succeeded and ``rollback(staged)`` if it failed.
   ``ctx.time`` is the current time, ``ctx.n_dims`` its depth;
 - optional clock hooks: ``advance(state, frontier)`` after every tick (root) or epoch
   (child), to compact traces; ``reset(state)`` at the end of each epoch inside a child, for
-  state that lives for one epoch (``z1``, ``integrate``); ``pending(state, ctx)`` if the
-  operator may produce output at a later iteration without new input (defaults to False;
-  the fixed-point loop already runs every epoch at least as long as the longest earlier
-  epoch, which covers ``distinct_trace`` and the nested join);
+  state that lives for one epoch (``z1``, ``integrate``); ``next_busy(values, state,
+  ctx)``: the next iteration at which the operator may fire although every delta input
+  stays empty (``None`` for never; the default, "the next one", is always safe);
+  ``pending(state, ctx)``: True to keep the loop going;
 - optional ``commit(staged)`` / ``rollback(staged)`` for mutable state (see Atomicity).
 
 Then ``circuit.add(MyOp(...), *streams)`` wires it. A ``MultiwayJoin`` would declare
@@ -422,7 +430,7 @@ class Circuit:
         imports = [(j, int(n.name), n.mode) for j, n in enumerate(self.nodes) if n.kind == "import"]
         sums: dict[int, list] = {e: [] for e in range(len(self._exports))}
         last: dict[int, Any] = {}
-        i = 0
+        i = evaluated = 0
         while True:
             given = {j: parent_values[p] for j, p, mode in imports if mode == "const" or i == 0}
             t = extend(parent_time, i)
@@ -436,8 +444,15 @@ class Circuit:
             ctx = Context(t, self.n_dims, self.path())
             busy = any(n.op.pending(state[j], ctx) for j, n in enumerate(self.nodes) if n.kind == "operator")
             i += 1
-            if done and not busy and (self.fixedpoint != "empty" or i >= horizon):
-                break
+            evaluated += 1
+            if done and not busy:
+                if self.fixedpoint != "empty" or i >= horizon:
+                    break
+                # Every delay is empty: skip the iterations at which no node can fire.
+                nxt = self._next_busy(t, values, state)
+                if nxt is None:
+                    break
+                i = max(i, nxt)
             if i >= self.max_iterations:
                 raise CircuitError(f"child circuit {'/'.join(map(str, self.path()))} reached no fixed point "
                                    f"within {i} iterations at time {parent_time!r}")
@@ -445,7 +460,23 @@ class Circuit:
         out = {}
         for e, (j, mode) in enumerate(self._exports):
             out[e] = _sum_values(sums[e], self.nodes[j].schema) if mode == "sum" else last[e]
-        return {"nodes": state, "horizon": max(horizon, i), "iterations": i}, out
+        return {"nodes": state, "horizon": max(horizon, i), "iterations": i, "evaluated": evaluated}, out
+
+    def _next_busy(self, t: Time, values: dict[int, Any], state: dict[int, Any]) -> int | None:
+        """The soonest ``Operator.next_busy`` over this circuit's operators (a nested child
+        counts as busy at the next iteration)."""
+        soonest = None
+        for j, node in enumerate(self.nodes):
+            if node.kind == "child":
+                return t[-1] + 1
+            if node.kind == "operator":
+                ctx = Context(t, self.n_dims, self.global_id(j))
+                nb = node.op.next_busy([values[k] for k in node.inputs], state[j], ctx)
+                if nb is not None and (soonest is None or nb < soonest):
+                    soonest = nb
+                    if nb <= t[-1] + 1:
+                        break
+        return soonest
 
     def step(self, inputs: Mapping[Any, Any] | None = None) -> dict[str, Any]:
         """Run one tick of the root circuit; returns ``{sink name: value}``.
@@ -499,14 +530,15 @@ class Circuit:
         """Finish the circuit: further ``step`` calls raise ``CircuitError``."""
         self._root().closed = True
 
-    def iterations(self) -> int:
-        """For a child: how many iterations its last epoch took (0 before any)."""
+    def iterations(self, evaluated: bool = False) -> int:
+        """For a child: how deep its last epoch iterated (0 before any); with
+        ``evaluated=True``, at how many iterations it ran (idle ones are skipped)."""
         if self.parent is None:
             raise CircuitError("the root circuit does not iterate")
         st = self.parent._root()._state
         if st is None:
             return 0
-        return self._lookup_state(st).get("iterations", 0)
+        return self._lookup_state(st).get("evaluated" if evaluated else "iterations", 0)
 
     def _lookup_state(self, root_state: dict) -> dict:
         path = self.path()

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from wcoj.errors import CircuitError, InputError
 from wcoj.indexed import IndexedZSet
-from wcoj.time import Time
+from wcoj.time import Time, as_row
 from wcoj.trace import Trace
 from wcoj.zset import ZSet
 
@@ -103,6 +103,13 @@ class Operator:
 
     def pending(self, state: Any, ctx: Context) -> bool:
         return False
+
+    def next_busy(self, values: list[Any], state: Any, ctx: Context) -> int | None:
+        """In a child, after the iteration at ``ctx.time``: the earliest later iteration at
+        which this node may output something or change its state if every delta input
+        stays empty from now on; ``None`` for never. The fixed-point loop skips the idle
+        iterations in between. Default: the next one (nothing is skipped)."""
+        return as_row(ctx.time)[-1] + 1
 
     def commit(self, staged: Any) -> None:
         """The step that produced ``staged`` (this node's last state) succeeded."""

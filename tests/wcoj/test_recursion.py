@@ -108,3 +108,15 @@ def test_recursion_two_levels_down_uses_three_coordinate_times(snaps):
         acc = _check(c.step({"e": zdelta(before, after, 2)})["tc"], acc)
         assert acc == ref.closure(after)
         before = after
+
+
+def test_idle_iterations_are_skipped():
+    # A path 0 -> ... -> 30 from root 0; one edge added at its far end only matters at
+    # the iterations where node 30 was reached, so the child jumps straight there.
+    c = reachability_circuit()
+    child = next(n.child for n in c.nodes if n.kind == "child")
+    c.step({"edges": ZSet.from_rows([(i, i + 1) for i in range(30)]), "roots": ZSet.from_rows([(0,)])})
+    assert child.iterations(evaluated=True) == child.iterations() >= 31
+    out = c.step({"edges": ZSet.from_rows([(30, 31)])})["reach"]
+    assert out.to_dict() == {(0, 31): 1}
+    assert child.iterations() >= 32 and child.iterations(evaluated=True) <= 4

@@ -18,7 +18,7 @@ from typing import Any
 from wcoj.circuit import Context, Operator, Schema
 from wcoj.errors import CircuitError
 from wcoj.indexed import AGGREGATES, IndexedZSet
-from wcoj.operators.traces import lattice_delta
+from wcoj.operators.traces import epoch_keys, lattice_delta, next_iteration
 from wcoj.time import Time
 from wcoj.trace import Trace
 from wcoj.zset import ZSet
@@ -82,6 +82,11 @@ class Aggregate(Operator):
             return batch.aggregate(self.kind, self.column), state
         out = aggregate_incremental(batch, state, ctx.time, self.kind, self.column)
         return out, state.insert(batch, ctx.time)
+
+    def next_busy(self, values: list[Any], state: Any, ctx: Context) -> int | None:
+        if not self.incremental:
+            return None
+        return next_iteration(state, epoch_keys(None, state, ctx.time), ctx.time)
 
     def advance(self, state: Any, frontier: Time) -> Any:
         return state.advance(frontier) if state is not None else None

@@ -31,7 +31,7 @@ import numpy as np
 
 from wcoj.circuit import Context, Operator, Schema, Stream
 from wcoj.errors import CircuitError, WeightOverflowError
-from wcoj.operators.traces import integrate_trace, lattice_delta
+from wcoj.operators.traces import _idle, _soonest, epoch_keys, integrate_trace, lattice_delta, next_iteration
 from wcoj.time import Time
 from wcoj.trace import Trace, align_weights
 from wcoj.zset import ZSet
@@ -82,6 +82,7 @@ class Distinct(Operator):
 
     name = "distinct"
     input_kinds = ("zset",)
+    next_busy = _idle
 
     def output_schema(self, inputs: list[Schema]) -> Schema:
         return inputs[0]
@@ -109,6 +110,7 @@ class DistinctIncremental(_WithTrace):
     """
 
     name = "distinct_incremental"
+    next_busy = _idle
 
     def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
         return distinct_incremental(values[0], values[1]), state
@@ -128,6 +130,12 @@ class DistinctTrace(_WithTrace):
 
     def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
         return distinct_trace(values[0], values[1], ctx.time), state
+
+    def next_busy(self, values: list[Any], state: Any, ctx: Context) -> int | None:
+        # With w = 0 from now on, a key changes only where w2 != 0: an earlier epoch's
+        # entry at that iteration, for a key this epoch touched (w3 != 0).
+        batch, prior = values
+        return next_iteration(prior, epoch_keys(batch, prior, ctx.time), ctx.time)
 
 
 def distinct_nested(stream: Stream) -> Stream:

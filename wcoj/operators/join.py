@@ -27,7 +27,7 @@ from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
 from wcoj.errors import CircuitError
 from wcoj.indexed import IndexedZSet
 from wcoj.operators.linear import infer_arity
-from wcoj.operators.traces import integrate_trace
+from wcoj.operators.traces import _idle, _soonest, epoch_keys, integrate_trace, next_iteration
 from wcoj.time import Box, Time, as_row
 from wcoj.trace import Trace
 from wcoj.zset import ZSet
@@ -128,6 +128,7 @@ class JoinStream(_Join):
 
     name = "join_stream"
     input_kinds = ("indexed", "indexed")
+    next_busy = _idle
 
     def output_schema(self, inputs: list[Schema]) -> Schema:
         return self._out(*inputs)
@@ -141,6 +142,7 @@ class JoinTrace(_Join):
 
     name = "join_trace"
     input_kinds = ("indexed", "trace")
+    next_busy = _idle
 
     def __init__(self, fn: Callable | None = None, arity: int | None = None, flip: bool = False):
         super().__init__(fn, arity)
@@ -166,6 +168,13 @@ class JoinLattice(_Join):
     def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
         a, b, ta, tb = values
         return self._map(join_lattice(a, b, ta, tb, ctx.time)), state
+
+    def next_busy(self, values: list[Any], state: Any, ctx: Context) -> int | None:
+        # With empty deltas from now on, only the terms "this epoch's a ⋈ an earlier
+        # epoch's b at iteration i'" and the mirror image can fire.
+        a, b, ta, tb = values
+        return _soonest(next_iteration(tb, epoch_keys(a, ta, ctx.time), ctx.time),
+                        next_iteration(ta, epoch_keys(b, tb, ctx.time), ctx.time))
 
 
 def incremental_join(a: Stream, b: Stream, fn: Callable | None = None, arity: int | None = None) -> Stream:

@@ -27,6 +27,7 @@ import numpy as np
 
 from wcoj.circuit import Context, Operator, Schema
 from wcoj.errors import CircuitError
+from wcoj.time import as_row
 from wcoj.zset import ZSet
 
 __all__ = ["Map", "Filter", "IndexWith", "Inspect", "Negate", "Plus", "Minus", "Consolidate",
@@ -43,8 +44,19 @@ def infer_arity(fn: Callable, arity: int) -> int:
     return 1 if out.ndim == 1 else int(out.shape[1])
 
 
+def _idle(self: Operator, values: list[Any], state: Any, ctx: Context) -> int | None:
+    """``next_busy`` of a stateless operator that maps empty inputs to an empty output."""
+    return None
+
+
+def _busy_while_state(self: Operator, values: list[Any], state: Any, ctx: Context) -> int | None:
+    """``next_busy`` of an operator that keeps emitting while its state is non-zero."""
+    return None if state.is_empty() else as_row(ctx.time)[-1] + 1
+
+
 class _Unary(Operator):
     input_kinds = ("zset",)
+    next_busy = _idle
 
     def output_schema(self, inputs: list[Schema]) -> Schema:
         return inputs[0]
@@ -102,6 +114,7 @@ class IndexWith(Operator):
     """
 
     name = "index_with"
+    next_busy = _idle
     input_kinds = ("zset",)
 
     def __init__(self, key_columns: list[int]):
@@ -130,6 +143,7 @@ class Inspect(Operator):
     """
 
     name = "inspect"
+    next_busy = _idle
 
     def __init__(self, callback: Callable[[Any], Any]):
         self.callback = callback
@@ -150,6 +164,7 @@ class _ZOrIndexed(Operator):
     """Accepts Z-sets or indexed Z-sets (all inputs of the same kind and width)."""
 
     n_inputs = 1
+    next_busy = _idle
 
     def check_inputs(self, inputs: list[Schema]) -> None:
         if len(inputs) != self.n_inputs or any(s.kind == "trace" for s in inputs):
@@ -226,6 +241,8 @@ class Consolidate(Operator):
 
 class _PerEpoch(_ZOrIndexed):
     """A stateful linear operator whose state is one value of the input's type."""
+
+    next_busy = _busy_while_state
 
     def init_state(self, inputs: list[Schema], n_dims: int) -> Any:
         return inputs[0].empty(n_dims)

@@ -36,7 +36,7 @@ from wcoj.trace import Trace
 from wcoj.zset import ZSet
 
 __all__ = ["TraceAppend", "UntimedTraceAppend", "Z1Trace", "integrate_trace", "lattice_delta",
-           "candidate_keys"]
+           "candidate_keys", "epoch_keys", "next_iteration"]
 
 
 def _rows(x: ZSet | IndexedZSet) -> ZSet:
@@ -68,6 +68,44 @@ def candidate_keys(batch: ZSet | IndexedZSet, prior: Trace, time: Time) -> np.nd
         rows, _, _ = prior.entries(b, keys=cand)
         cand = ZSet.from_arrays(rows[:, :nk], arity=nk).keys
     return ZSet.from_arrays(np.concatenate([mine, cand]), arity=nk).keys
+
+
+def epoch_keys(batch: ZSet | IndexedZSet | None, prior: Trace, time: Time) -> np.ndarray:
+    """Key rows (sorted, unique) of the batch and of the trace's entries in ``time``'s epoch."""
+    t, nk = as_row(time), prior.n_key
+    parts = [] if batch is None else [_rows(batch).keys[:, :nk]]
+    box = Box([t[0]] + [None] * (len(t) - 1), t)
+    if prior.may_have(box):
+        rows, _, _ = prior.entries(box)
+        parts.append(rows[:, :nk])
+    if not parts:
+        return np.zeros((0, nk), dtype=np.int64)
+    return ZSet.from_arrays(np.concatenate(parts), arity=nk).keys
+
+
+def next_iteration(trace: Trace, keys: np.ndarray, time: Time) -> int | None:
+    """The least iteration after ``time``'s at which ``trace`` holds an entry of an earlier
+    epoch for one of ``keys``: when the nested rules may fire again without new input.
+
+    Only for ``(epoch, iteration)`` times; deeper times answer the next iteration.
+    """
+    t = as_row(time)
+    if len(t) != 2:
+        return t[-1] + 1
+    box = Box([None, t[1] + 1], [t[0] - 1, None])
+    if not len(keys) or not trace.may_have(box):
+        return None
+    _, times, _ = trace.entries(box, keys=keys)
+    return int(times[:, 1].min()) if len(times) else None
+
+
+def _soonest(*its: int | None) -> int | None:
+    found = [i for i in its if i is not None]
+    return min(found) if found else None
+
+
+def _idle(self: Operator, values: list[Any], state: Any, ctx: Context) -> int | None:
+    return None
 
 
 def lattice_delta(f: Callable[[ZSet], ZSet], batch: ZSet | IndexedZSet, prior: Trace, time: Time,
@@ -111,6 +149,7 @@ class TraceAppend(Operator):
 
     name = "trace_append"
     input_kinds = ("zset", "trace")
+    next_busy = _idle
 
     def check_inputs(self, inputs: list[Schema]) -> None:
         kinds = tuple(s.kind for s in inputs)
@@ -161,6 +200,7 @@ class Z1Trace(Operator):
 
     name = "z1_trace"
     input_kinds = ("trace",)
+    next_busy = _idle
 
     def output_schema(self, inputs: list[Schema]) -> Schema:
         return inputs[0]
