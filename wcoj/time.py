@@ -107,11 +107,15 @@ class Box:
     (True, False)
     """
 
-    __slots__ = ("lows", "highs")
+    __slots__ = ("lows", "highs", "_lo", "_hi", "_empty")
 
     def __init__(self, lows, highs):
-        self.lows = np.array([_LO if x is None else int(x) for x in lows], dtype=np.int64)
-        self.highs = np.array([_HI if x is None else int(x) for x in highs], dtype=np.int64)
+        # Python tuples for the per-run pruning tests (tiny, called often), arrays for masks.
+        self._lo = tuple(_LO if x is None else int(x) for x in lows)
+        self._hi = tuple(_HI if x is None else int(x) for x in highs)
+        self._empty = any(a > b for a, b in zip(self._lo, self._hi))
+        self.lows = np.array(self._lo, dtype=np.int64)
+        self.highs = np.array(self._hi, dtype=np.int64)
 
     @classmethod
     def upto(cls, t: Time) -> Box:
@@ -126,7 +130,7 @@ class Box:
 
     def is_empty(self) -> bool:
         """True when some coordinate's range is empty."""
-        return bool(np.any(self.lows > self.highs))
+        return self._empty
 
     def mask(self, times: I64) -> npt.NDArray[np.bool_]:
         """Row mask of the times (``int64[n, d]``) inside the box."""
@@ -136,10 +140,12 @@ class Box:
         """True when the single time ``t`` lies in the box."""
         return bool(self.mask(np.array([as_row(t)], dtype=np.int64))[0])
 
-    def may_overlap(self, lo: I64, hi: I64) -> bool:
+    def may_overlap(self, lo: tuple[int, ...], hi: tuple[int, ...]) -> bool:
         """False when no time between the coordinate-wise bounds ``lo``/``hi`` is inside."""
-        return not self.is_empty() and bool(np.all(hi >= self.lows) and np.all(lo <= self.highs))
+        if self._empty:
+            return False
+        return all(h >= a for h, a in zip(hi, self._lo)) and all(x <= b for x, b in zip(lo, self._hi))
 
     def __repr__(self) -> str:
-        fmt = lambda x: "*" if x in (_LO, _HI) else str(int(x))  # noqa: E731
-        return "Box(" + ", ".join(f"{fmt(a)}..{fmt(b)}" for a, b in zip(self.lows, self.highs)) + ")"
+        fmt = lambda x: "*" if x in (_LO, _HI) else str(x)  # noqa: E731
+        return "Box(" + ", ".join(f"{fmt(a)}..{fmt(b)}" for a, b in zip(self._lo, self._hi)) + ")"
