@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from queries.graph import Graph, as_edge_array
+from queries.patterns import conjunctive, cycle
 from wcoj.errors import InputError, WeightOverflowError
 from wcoj.zset import ZSet
 
@@ -61,7 +62,7 @@ def test_set_semantics_undirected():
     t = g.apply(deletes=np.array([[5, 6], [3, 1]]))                    # missing edges
     assert len(t.edge_delta) == 0 and edge_set(g) == {(1, 2), (2, 3)}
     t = g.apply(inserts=np.array([[3, 1]]))
-    assert t.edge_delta.to_dict() == {(1, 3): 1}            # the primary relation O: pairs (min, max)
+    assert len(t.edge_delta) and edge_set(g) == {(1, 2), (1, 3), (2, 3)}
     assert t.changes["triangle"].to_dict() == {(1, 2, 3): 1} and tri.count == 1
     # insert and delete of the same edge in one tick: the delete wins
     t = g.apply(inserts=np.array([[3, 4], [1, 2]]), deletes=np.array([[3, 4], [1, 2]]))
@@ -75,25 +76,32 @@ def test_insert_and_delete_of_one_edge_in_opposite_directions():
     deletes, so D kept (2, 1) alone and O kept the edge."""
     g = Graph()
     g.load_edges(np.array([[1, 2]]))
+    arcs = g.view(cycle(2), name="arcs")          # D(u, v) D(v, u): one row per undirected edge
+    assert arcs.count == 1
     g.apply(inserts=np.array([[1, 2]]), deletes=np.array([[2, 1]]))
-    assert g.relations["D"].contents().to_dict() == {}
-    assert edge_set(g) == set()
+    assert (arcs.count, edge_set(g)) == (0, set())
     g.apply(inserts=np.array([[3, 4]]), deletes=np.array([[4, 3]]))
-    assert g.relations["D"].contents().to_dict() == {} and edge_set(g) == set()
+    assert (arcs.count, edge_set(g)) == (0, set())
+    g.check_views()
+
+
+# u - v - w over the undirected graph, each path once (u < w)
+undirected_2_paths = conjunctive("2-paths", [("S", ("u", "v")), ("S", ("v", "w"))], [("<", "u", "w")],
+                                 ["u", "v", "w"])
 
 
 def test_set_semantics_directed():
     g = Graph(directed=True)
     g.load_edges(np.array([[1, 2], [2, 1], [2, 3]]))
     assert edge_set(g) == {(1, 2), (2, 1), (2, 3)} and g.n_edges == 3
-    assert g.relations["O"].contents().to_dict() == {(1, 2): 1, (2, 3): 1}
-    cyc, tri = g.view("3-cycle"), g.view("triangle")
+    cyc, tri, path = g.view("3-cycle"), g.view("triangle"), g.view(undirected_2_paths, name="paths")
+    assert path.result().to_dict() == {(1, 2, 3): 1}                     # 1 - 2 - 3 once
     t = g.apply(inserts=np.array([[3, 1]]))
     assert t.changes["3-cycle"].to_dict() == {(1, 2, 3): 1} and t.changes["triangle"].to_dict() == {(1, 2, 3): 1}
     # deleting one direction keeps the undirected edge while the other direction exists
     t = g.apply(deletes=np.array([[1, 2]]))
     assert t.changes["3-cycle"].to_dict() == {(1, 2, 3): -1} and t.changes["triangle"].to_dict() == {}
-    assert g.relations["O"].contents().to_dict() == {(1, 2): 1, (1, 3): 1, (2, 3): 1}
+    assert t.changes["paths"].to_dict() == {}
     t = g.apply(deletes=np.array([[2, 1]]))
     assert t.changes["triangle"].to_dict() == {(1, 2, 3): -1}
     assert (cyc.count, tri.count) == (0, 0)
@@ -153,11 +161,12 @@ def test_views_equal_a_fresh_graph_after_every_tick(directed, ticks, initial):
         fresh = Graph(directed=directed)
         fresh.load_edges(g.edges())
         for name, v in views.items():
+            key = next(k for k, x in g.views.items() if x is v)   # the key of Tick.changes
             after = v.result().to_dict()
             assert after == {r: 1 for r in sorted(ORACLES[name](want_edges, directed))}
             assert v.count == fresh.count(name) == len(after)
-            assert tick.changes[v.name].to_dict() == ref.zdiff(after, before[name])
-            assert v.last_change is tick.changes[v.name]
+            assert tick.changes[key].to_dict() == ref.zdiff(after, before[name])
+            assert v.last_change is tick.changes[key]
         g.check_views()
         prev = snap
 
