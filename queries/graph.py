@@ -75,7 +75,7 @@ class GraphView:
     def __init__(self, graph: Graph, pattern: Pattern, orders=None):
         self.pattern = pattern
         self.name = pattern.name
-        filters = [((x, y), _OPS[op]) for op, x, y in pattern.filters]
+        filters = [("<", x, y) if op == "<" else ((x, y), _OPS[op]) for op, x, y in pattern.filters]
         rels = {n: graph.relations[n] for n in ("D", "O", "S")}
         self.join = IncrementalGenericJoin([(rels[r], vs) for r, vs in pattern.atoms],
                                            pattern.output, orders=orders, filters=filters)
@@ -100,14 +100,19 @@ class Graph:
     Parameters
     ----------
     directed : whether input edges are directed. Undirected input treats ``(u, v)`` and
-        ``(v, u)`` as one edge (``D`` then holds both directions). Directed input keeps
-        ``D`` as given and derives the undirected ``O``/``S`` (an undirected edge exists
-        while either direction does).
+        ``(v, u)`` as one edge; its primary relation is ``O`` and ``D`` then holds both
+        directions. Directed input keeps ``D`` as given (primary) and derives the
+        undirected ``O``/``S`` (an undirected edge exists while either direction does).
+
+    Only the primary relation and the relations some view reads are maintained; the others
+    are built from the primary when a view first needs them.
     """
 
     def __init__(self, directed: bool = False):
         self.directed = directed
+        self.primary = "D" if directed else "O"
         self.relations = {n: Relation(n, 2) for n in ("D", "O", "S")}
+        self.active = {self.primary}
         self.views: dict[str, GraphView] = {}
         self.n_ticks = 0
 
@@ -117,32 +122,41 @@ class Graph:
     @property
     def n_edges(self) -> int:
         """Edges of the simple graph (directed: arcs; undirected: unordered pairs)."""
-        rel = self.relations["D" if self.directed else "O"]
-        return rel.contents().total()
+        return self.relations[self.primary].contents().total()
 
     # ------------------------------------------------------------------ loading
     def load_edges(self, edges) -> None:
         """Bulk-load edges into an empty graph (or apply them as one tick if views exist)."""
         arr = as_edge_array(edges)
-        if self.views or self.relations["D"].contents().total():
+        if self.views or self.n_edges:
             self.apply(inserts=arr)
             return
         arr = arr[arr[:, 0] != arr[:, 1]]
         if not self.directed:
-            arr = np.concatenate([arr, arr[:, ::-1]])
-        d = ZSet.from_arrays(arr).distinct()
-        self.relations["D"].load(d)
-        o, s = self._undirected_from(d)
-        self.relations["O"].load(o)
-        self.relations["S"].load(s)
+            arr = np.sort(arr, axis=1)
+        self.relations[self.primary].load(ZSet.from_arrays(arr, arity=2).distinct())
+        for name in self.active - {self.primary}:
+            self.relations[name].load(self._derive(name))
 
-    @staticmethod
-    def _undirected_from(d: ZSet) -> tuple[ZSet, ZSet]:
-        k = d.keys
-        lo_hi = np.stack([k.min(axis=1), k.max(axis=1)], axis=1) if len(d) else k
-        o = ZSet.from_arrays(lo_hi, arity=2).distinct()
-        s = ZSet.from_arrays(np.concatenate([o.keys, o.keys[:, ::-1]]), arity=2)
-        return o, s
+    def _derive(self, name: str) -> ZSet:
+        """Relation ``name`` computed from the committed primary relation."""
+        p = self.relations[self.primary].contents()
+        if name == self.primary:
+            return p
+        if self.directed:
+            k = p.keys
+            o = ZSet.from_arrays(np.stack([k.min(axis=1), k.max(axis=1)], axis=1), arity=2).distinct()
+        else:
+            o = p
+        if name == "O":
+            return o
+        return ZSet.from_arrays(np.concatenate([o.keys, o.keys[:, ::-1]]), arity=2)  # S (= D undirected)
+
+    def _activate(self, names) -> None:
+        for name in names:
+            if name not in self.active:
+                self.relations[name].load(self._derive(name))
+                self.active.add(name)
 
     # ------------------------------------------------------------------ views
     def view(self, pattern: str | Pattern, name: str | None = None, orders=None) -> GraphView:
@@ -151,24 +165,25 @@ class Graph:
         key = name or (pattern if isinstance(pattern, str) else p.name)
         if key in self.views:
             return self.views[key]
+        self._activate({r for r, _ in p.atoms})
         v = GraphView(self, p, orders)
-        v.name = key  # the key of Tick.changes, so view.name always finds its change
         self.views[key] = v
         return v
 
     def count(self, pattern: str | Pattern) -> int:
         """The pattern's count on the current graph, without registering a view."""
         p = by_name(pattern) if isinstance(pattern, str) else pattern
+        self._activate({r for r, _ in p.atoms})
         return GraphView(self, p).count
 
     # ------------------------------------------------------------------ ticks
-    def _edge_delta(self, inserts: I64, deletes: I64) -> ZSet:
-        """The D delta with set semantics: a tick's deletes apply after its inserts."""
+    def _primary_delta(self, inserts: I64, deletes: I64) -> ZSet:
+        """The primary relation's delta with set semantics: a tick's deletes apply after its inserts."""
         rows = np.concatenate([inserts, deletes])
         want = np.concatenate([np.ones(len(inserts), bool), np.zeros(len(deletes), bool)])
         keep = rows[:, 0] != rows[:, 1]
         rows, want = rows[keep], want[keep]
-        if not self.directed:  # one decision per unordered pair, then both directions
+        if not self.directed:  # one decision per unordered pair
             rows = np.sort(rows, axis=1)
         if not len(rows):
             return ZSet.empty(2)
@@ -177,66 +192,76 @@ class Graph:
         last = np.ones(len(rows), dtype=bool)
         last[:-1] = np.any(rows[1:] != rows[:-1], axis=1)
         rows, want = rows[last], want[last]
-        if not self.directed:
-            rows = np.concatenate([rows, rows[:, ::-1]])
-            want = np.concatenate([want, want])
-        have = self.relations["D"].view("prev", (0, 1)).weight(rows) > 0
+        have = self.relations[self.primary].view("prev", (0, 1)).weight(rows) > 0
         change = want != have
-        return ZSet.from_arrays(rows[change], np.where(want[change], 1, -1), arity=2)
+        return ZSet(np.ascontiguousarray(rows[change]), np.where(want[change], 1, -1).astype(np.int64))
 
-    def _undirected_delta(self, dd: ZSet) -> tuple[ZSet, ZSet]:
+    def _oriented_delta(self, dd: ZSet) -> ZSet:
+        """Directed graphs: the change of ``O`` implied by the (staged) change ``dd`` of ``D``."""
         if not len(dd):
-            return ZSet.empty(2), ZSet.empty(2)
+            return ZSet.empty(2)
         k = dd.keys
         pairs = np.array(ZSet.from_arrays(np.stack([k.min(axis=1), k.max(axis=1)], axis=1), arity=2).keys)
         D = self.relations["D"]
         prev, curr = D.view("prev", (0, 1)), D.view("curr", (0, 1))
-        rev = pairs[:, ::-1].copy()
+        rev = np.ascontiguousarray(pairs[:, ::-1])
         before = (prev.weight(pairs) + prev.weight(rev)) > 0
         after = (curr.weight(pairs) + curr.weight(rev)) > 0
         ch = before != after
-        w = np.where(after[ch], 1, -1)
-        o = ZSet.from_arrays(pairs[ch], w, arity=2)
-        s = ZSet.from_arrays(np.concatenate([pairs[ch], rev[ch]]), np.concatenate([w, w]), arity=2)
-        return o, s
+        return ZSet(np.ascontiguousarray(pairs[ch]), np.where(after[ch], 1, -1).astype(np.int64))
+
+    def _stage(self, ins: I64, dels: I64) -> ZSet:
+        rels, active = self.relations, self.active
+        delta = self._primary_delta(ins, dels)
+        rels[self.primary].stage(delta)
+        if self.directed:
+            do = self._oriented_delta(delta) if active & {"O", "S"} else None
+        else:
+            do = delta
+        if do is not None and "O" in active and self.directed:
+            rels["O"].stage(do)
+        sym = None
+        if active & ({"S", "D"} - {self.primary}):
+            sym = ZSet.from_arrays(np.concatenate([do.keys, do.keys[:, ::-1]]),
+                                   np.concatenate([do.weights, do.weights]), arity=2)
+        for name in active - {self.primary, "O"}:
+            rels[name].stage(sym)
+        return delta
 
     def apply(self, inserts=None, deletes=None) -> Tick:
         """Apply one tick of edge inserts and deletes; return every view's change.
 
-        A tick that fails (bad input, weight overflow) raises and changes nothing.
+        ``Tick.edge_delta`` is the change of the primary relation (undirected: pairs
+        ``(min, max)``). A tick that fails (bad input, weight overflow) raises and changes
+        nothing.
         """
         t0 = time.perf_counter()
         ins = as_edge_array(inserts if inserts is not None else np.zeros((0, 2), np.int64), "inserts")
         dels = as_edge_array(deletes if deletes is not None else np.zeros((0, 2), np.int64), "deletes")
-        rels = self.relations
+        rels = [self.relations[n] for n in sorted(self.active)]
         try:
-            dd = self._edge_delta(ins, dels)
-            rels["D"].stage(dd)
-            do, ds = self._undirected_delta(dd)
-            rels["O"].stage(do)
-            rels["S"].stage(ds)
+            delta = self._stage(ins, dels)
             changes = {name: v.join.delta() for name, v in self.views.items()}
             counts = {name: ch.total() for name, ch in changes.items()}
         except (WcojError, MemoryError, KeyboardInterrupt):
-            for r in rels.values():
+            for r in rels:
                 r.rollback()
             raise
-        for r in rels.values():
+        for r in rels:
             r.commit()
         for name, v in self.views.items():
             v.count += counts[name]
             v.last_change = changes[name]
         self.n_ticks += 1
-        return Tick(dd, changes, time.perf_counter() - t0)
+        return Tick(delta, changes, time.perf_counter() - t0)
 
     def edges(self) -> I64:
         """The current edges: directed arcs, or undirected pairs as ``(min, max)``."""
-        rel = self.relations["D" if self.directed else "O"]
-        return np.array(rel.contents().keys)
+        return np.array(self.relations[self.primary].contents().keys)
 
     def nbytes(self) -> int:
         """Bytes held by all indexes of all relations."""
-        return sum(r.nbytes() for r in self.relations.values())
+        return sum(self.relations[n].nbytes() for n in self.active)
 
     def check_views(self) -> None:
         """Raise ``QueryError`` unless every view's count equals a recomputation."""

@@ -47,6 +47,7 @@ from wcoj.kernels.intersect import (
     count_pair_parallel,
     extend_level,
     extend_pair,
+    narrow_ranges,
 )
 from wcoj.zset import ZSet
 
@@ -100,6 +101,7 @@ class _Level:
     var: str
     atoms: list[int]                       # atoms containing var
     filters: list = field(default_factory=list)      # (columns, fn) first decidable here
+    bounds: list = field(default_factory=list)       # (column, upper): var > col / var < col
     parts: list[int] = field(default_factory=list)   # global part ids, grouped by atom
     atom_start: I64 | None = None
     depth: list[int] = field(default_factory=list)   # per participating atom: its column index
@@ -129,18 +131,30 @@ def _plan(atoms: Sequence[Atom], order: Sequence[str], filters: Sequence = ()) -
             lv.depth.append(col)
             lv.last.append(col == len(a.terms) - 1)
         plan.append(lv)
-    for vars_, fn in filters:
+    for f in filters:
+        vars_, fn = (f[1:], np.less) if f[0] == "<" else f
         missing = [v for v in vars_ if v not in pos]
         if missing:
             raise UnboundVariableError(f"filter on {list(vars_)}", missing, "no atom binds it")
-        plan[max(pos[v] for v in vars_)].filters.append(([pos[v] for v in vars_], fn))
+        cols = [pos[v] for v in vars_]
+        lv = plan[max(cols)]
+        if f[0] == "<" and cols[0] != cols[1]:
+            # x < y narrows the candidate ranges of the later variable (a trie is sorted)
+            x, y = cols
+            lv.bounds.append((x, False) if y > x else (y, True))
+        lv.filters.append((cols, fn, f[0] == "<" and cols[0] != cols[1]))
     return plan
 
 
-def _apply_filters(lv: _Level, bound: I64) -> npt.NDArray[np.bool_] | None:
-    """Mask of the rows that pass every filter first decidable at this level (None: all)."""
+def _apply_filters(lv: _Level, bound: I64, skip_bounds: bool = False) -> npt.NDArray[np.bool_] | None:
+    """Mask of the rows that pass every filter first decidable at this level (None: all).
+
+    With ``skip_bounds``, the ``<`` filters that narrowed this level's ranges are skipped.
+    """
     keep = None
-    for cols, fn in lv.filters:
+    for cols, fn, is_bound in lv.filters:
+        if skip_bounds and is_bound:
+            continue
         m = np.asarray(fn(*(bound[:, c] for c in cols)), dtype=bool)
         keep = m if keep is None else keep & m
     return keep
@@ -242,11 +256,17 @@ class _TrieRun:
                      for q in self.atom_parts[i])
         lo = np.ascontiguousarray(LO[:, S])
         hi = np.ascontiguousarray(HI[:, S])
+        for col, upper in lv.bounds:
+            b = np.ascontiguousarray(bound[:, col])
+            for c in range(len(S)):
+                lc, hc = lo[:, c].copy(), hi[:, c].copy()
+                narrow_ranges(vals[c], lc, hc, b, upper)
+                lo[:, c], hi[:, c] = lc, hc
         sizes = hi - lo
         per_atom = np.add.reduceat(sizes, lv.atom_start[:-1], axis=1) if S else sizes
         cap = per_atom.min(axis=1)
         final = level == len(self.plan) - 1
-        if final and count_only and not lv.filters:
+        if final and count_only and len(lv.filters) == len(lv.bounds):
             pw = tuple(self.parts[q].weights for i in lv.atoms for q in self.atom_parts[i])
             sums = np.empty(lo.shape[0], dtype=np.int64)
             big = lo.shape[0] >= PARALLEL_ROWS
@@ -313,7 +333,7 @@ class _TrieRun:
                 s = _checked_sum(aw)
                 nw = _checked_mul(nw, s)
                 keep = (s != 0) if keep is None else keep & (s != 0)
-        fkeep = _apply_filters(lv, nb)
+        fkeep = _apply_filters(lv, nb, skip_bounds=True)
         if fkeep is not None:
             keep = fkeep if keep is None else keep & fkeep
         if keep is not None and not keep.all():
@@ -394,8 +414,10 @@ def generic_join(atoms: Sequence[Atom], order: Sequence[str], output: Sequence[s
     count_only : return the sum of all output weights (an ``int``) without building rows.
     fused : force (True) or forbid (False) the fused trie kernels; default: use them when
         every extender exposes ``trie_parts()``.
-    filters : ``(variables, fn)`` pairs; ``fn(*columns)`` returns a boolean mask over
-        frontier rows and runs at the first level where all its variables are bound.
+    filters : ``(variables, fn)`` pairs, where ``fn(*columns)`` returns a boolean mask
+        over frontier rows and runs at the first level where all its variables are bound;
+        or ``("<", x, y)`` triples, which also narrow the later variable's candidate ranges
+        (tries are sorted), so they cost nothing and keep ``count_only`` fast.
 
     Raises
     ------

@@ -37,6 +37,7 @@ __all__ = [
     "extend_pair",
     "count_pair",
     "count_pair_parallel",
+    "narrow_ranges",
 ]
 
 GALLOP_RATIO = 32  # gallop when one side is this many times longer
@@ -392,3 +393,25 @@ def count_pair_parallel(va, lo_a, hi_a, wa, vb, lo_b, hi_b, wb, row_weights, out
         if bad[c] >= 0:
             return bad[c]
     return -1
+
+
+@njit(cache=True, nogil=True)
+def narrow_ranges(vals, lo, hi, bound, upper):
+    """Shrink each range ``[lo[i], hi[i])`` of the sorted slices of ``vals`` in place.
+
+    ``upper`` False: keep values ``> bound[i]`` (raise ``lo``); True: keep values
+    ``< bound[i]`` (lower ``hi``). Binary search, O(log range) per row.
+    """
+    for i in range(lo.shape[0]):
+        left, right = lo[i], hi[i]
+        x = bound[i]
+        while left < right:
+            mid = (left + right) >> 1
+            if (vals[mid] <= x) if not upper else (vals[mid] < x):
+                left = mid + 1
+            else:
+                right = mid
+        if upper:
+            hi[i] = left
+        else:
+            lo[i] = left
