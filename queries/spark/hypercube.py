@@ -59,6 +59,7 @@ __all__ = [
     "graph_relations",
     "read_edge_frame",
     "default_cells",
+    "frame_of",
     "FILTER_OPS",
 ]
 
@@ -527,6 +528,19 @@ def graph_relations(edges: DataFrame, directed: bool = False) -> dict[str, DataF
                  ).distinct()
     sym = o.unionByName(o.select(F.col("dst").alias("src"), F.col("src").alias("dst")))
     return {"D": e.distinct() if directed else sym, "O": o, "S": sym}
+
+
+def frame_of(spark: SparkSession, keys: np.ndarray, weights: np.ndarray | None = None,
+             names: Sequence[str] = ("src", "dst")) -> DataFrame:
+    """A DataFrame of BIGINT columns ``names`` (and ``weight``) from numpy, through Arrow."""
+    import pyarrow as pa
+
+    keys = np.asarray(keys, dtype=np.int64).reshape(-1, len(names))
+    cols = {n: pa.array(np.ascontiguousarray(keys[:, j]), pa.int64())
+            for j, n in enumerate(names)}
+    if weights is not None:
+        cols[WEIGHT] = pa.array(np.asarray(weights, dtype=np.int64).reshape(-1), pa.int64())
+    return spark.createDataFrame(pa.table(cols))
 
 
 def read_edge_frame(spark: SparkSession, path: str | os.PathLike,
