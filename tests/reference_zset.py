@@ -20,6 +20,7 @@ __all__ = [
     "filter_rows", "map_rows", "select", "index_with", "join", "aggregate",
     "add_into", "multiply_into", "negate_into", "scale_into",
     "segment_sum_into", "segment_dot_into", "run_sums_into", "merge_add_into",
+    "cross_multiply_into",
 ]
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
@@ -239,3 +240,17 @@ def merge_add_into(ka: Sequence[int], wa: Sequence[int], kb: Sequence[int],
         out[k] = w + b.pop(k, 0)
     out.update(b)
     return [(k, w) for k, w in sorted(out.items()) if w], -1
+
+
+def cross_multiply_into(a_lo, a_n, b_lo, b_n, wa, wb) -> tuple[list[tuple[int, int, int]], int]:
+    """``[(i, j, wa[i] * wb[j])]`` over every matched run pair, row-major; the status is
+    the first position whose product overflows."""
+    out = []
+    for r in range(len(a_lo)):
+        for i in range(a_lo[r], a_lo[r] + a_n[r]):
+            for j in range(b_lo[r], b_lo[r] + b_n[r]):
+                p = int(wa[i]) * int(wb[j])
+                if not fits(p):
+                    return out, len(out)
+                out.append((i, j, p))
+    return out, -1

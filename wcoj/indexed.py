@@ -181,13 +181,8 @@ class IndexedZSet:
         ia, ib = _match_sorted(ida[sa], idb[sb])
         cnt = ca[ia] * cb[ib]
         total = int(cnt.sum())
-        g = np.repeat(np.arange(ia.shape[0]), cnt)
-        offs = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-        width_b = cb[ib][g]
-        i = sa[ia][g] + offs // width_b
-        j = sb[ib][g] + offs % width_b
-        w = np.empty(total, dtype=np.int64)
-        bad = wk.multiply_into(a.weights[i], b.weights[j], w)
+        i, j, w = (np.empty(total, dtype=np.int64) for _ in range(3))
+        bad = wk.cross_multiply_into(sa[ia], ca[ia], sb[ib], cb[ib], a.weights, b.weights, i, j, w)
         if bad >= 0:
             row = tuple(a.keys[i[bad]].tolist()) + tuple(b.keys[j[bad], nk:].tolist())
             raise_overflow("*", a.weights[i[bad]], b.weights[j[bad]], row)

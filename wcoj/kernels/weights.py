@@ -25,6 +25,7 @@ __all__ = [
     "segment_dot_into",
     "run_sums_into",
     "merge_add_into",
+    "cross_multiply_into",
 ]
 
 I64_MAX = np.iinfo(np.int64).max
@@ -217,3 +218,25 @@ def merge_add_into(ka, wa, kb, wb, out_keys, out_w):
         n += 1
         j += 1
     return n, -1
+
+
+@njit(cache=True, nogil=True)
+def cross_multiply_into(a_lo, a_n, b_lo, b_n, wa, wb, out_i, out_j, out_w):
+    """The weight products of a join: for each matched run pair ``r``, every ``(i, j)`` of
+    ``[a_lo[r], a_lo[r] + a_n[r]) x [b_lo[r], b_lo[r] + b_n[r])`` in row-major order gets
+    ``out_w = wa[i] * wb[j]`` (checked). The caller allocates the three outputs with
+    ``sum(a_n * b_n)`` slots. Returns the first output position whose product overflows
+    (its ``out_i`` and ``out_j`` are written, to name the row), or -1.
+    """
+    t = 0
+    for r in range(a_lo.shape[0]):
+        for i in range(a_lo[r], a_lo[r] + a_n[r]):
+            x = wa[i]
+            for j in range(b_lo[r], b_lo[r] + b_n[r]):
+                out_i[t] = i
+                out_j[t] = j
+                if _mul_overflows(x, wb[j]):
+                    return t
+                out_w[t] = x * wb[j]
+                t += 1
+    return -1

@@ -160,3 +160,36 @@ def test_merge_add_into_on_literals():
     assert (int(m), int(bad)) == (3, -1)
     assert keys[:3].tolist() == [1, 4, 5] and ws[:3].tolist() == [1, 7, 3]
     assert int(wk.merge_add_into(arr([2]), arr([I64_MAX]), arr([2]), arr([1]), keys, ws)[1]) == 0
+
+
+@st.composite
+def matched_runs(draw):
+    """Disjoint runs of two weight arrays, paired up as a join matches key runs."""
+    sizes = draw(st.lists(st.tuples(st.integers(1, 3), st.integers(1, 3)), max_size=5))
+    a_n, b_n = [x for x, _ in sizes], [y for _, y in sizes]
+    a_lo = [sum(a_n[:r]) for r in range(len(sizes))]
+    b_lo = [sum(b_n[:r]) for r in range(len(sizes))]
+    wa = draw(st.lists(int64s.filter(bool), min_size=sum(a_n), max_size=sum(a_n)))
+    wb = draw(st.lists(int64s.filter(bool), min_size=sum(b_n), max_size=sum(b_n)))
+    return a_lo, a_n, b_lo, b_n, wa, wb
+
+
+@given(matched_runs())
+def test_cross_multiply_into_equals_twin(runs):
+    a_lo, a_n, b_lo, b_n, wa, wb = runs
+    total = sum(x * y for x, y in zip(a_n, b_n))
+    outs = [np.full(total, SENTINEL, dtype=np.int64) for _ in range(3)]
+    bad = int(wk.cross_multiply_into(arr(a_lo), arr(a_n), arr(b_lo), arr(b_n), arr(wa), arr(wb), *outs))
+    twin, twin_bad = ref.cross_multiply_into(a_lo, a_n, b_lo, b_n, wa, wb)
+    assert bad == twin_bad
+    got = list(zip(*(o.tolist() for o in outs)))
+    assert got[:len(twin)] == twin
+
+
+def test_cross_multiply_into_on_literals():
+    outs = [np.zeros(5, dtype=np.int64) for _ in range(3)]
+    # runs a[0:2] x b[1:2] and a[2:3] x b[2:5]
+    bad = wk.cross_multiply_into(arr([0, 2]), arr([2, 1]), arr([1, 2]), arr([1, 3]),
+                                 arr([1, 2, 3]), arr([9, 10, 20, -1, 1]), *outs)
+    assert int(bad) == -1
+    assert [o.tolist() for o in outs] == [[0, 1, 2, 2, 2], [1, 1, 2, 3, 4], [10, 20, 60, -3, 3]]
