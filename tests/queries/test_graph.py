@@ -238,3 +238,27 @@ def test_as_edge_array_accepts_any_integer_dtype_and_empty_input():
     g = Graph()
     t = g.apply()
     assert len(t.edge_delta) == 0 and g.n_ticks == 1
+
+
+@given(initial=graphs, updates=st.lists(st.tuples(st.booleans(), nodes, nodes), min_size=1, max_size=12))
+def test_one_tick_equals_the_same_updates_one_at_a_time(initial, updates):
+    """The sum of the per-update changes equals the change of one tick holding them all
+    (set semantics: a later mention of an edge overrides an earlier one)."""
+    one, many = Graph(), Graph()
+    for g in (one, many):
+        g.load_edges(arr(initial))
+        g.view("triangle"), g.view("4-cycle")
+    total = {"triangle": {}, "4-cycle": {}}
+    for insert, u, v in updates:
+        t = many.apply(**{("inserts" if insert else "deletes"): np.array([[u, v]])})
+        for k in total:
+            total[k] = ref.zadd(total[k], t.changes[k].to_dict())
+    # one tick: keep only the last mention of each edge, since a tick's deletes apply after its inserts
+    last = {}
+    for insert, u, v in updates:
+        last[(min(u, v), max(u, v))] = insert
+    t = one.apply(inserts=arr([e for e, i in last.items() if i]), deletes=arr([e for e, i in last.items() if not i]))
+    assert edge_set(one) == edge_set(many)
+    for k in total:
+        assert t.changes[k].to_dict() == total[k]
+        assert one.views[k].count == many.views[k].count
