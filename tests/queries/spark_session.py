@@ -3,7 +3,8 @@
 Import the fixture into a test module (``from spark_session import spark``); pyspark and
 psutil are imported only inside it, so collecting this file needs neither. One session
 (serial GC, C1 only) serves every Spark test module (``get_session`` returns the running
-one); its teardown stops it and checks that no JVM of ours is left.
+one); the fixture that started it stops it at the end and checks that no JVM of ours
+is left.
 """
 
 from pathlib import Path
@@ -26,9 +27,14 @@ def spark():
     except JavaNotFoundError as exc:  # pragma: no cover - depends on the machine
         pytest.skip(f"no Java for Spark: {exc}")
 
+    from pyspark import SparkContext
+
+    owned = SparkContext._active_spark_context is None  # else another fixture owns it
     session = get_session(app_name="wcoj-tests", test_jvm=True)
     jvm_pid = session.sparkContext._gateway.proc.pid
     yield session
+    if not owned or SparkContext._gateway is None:  # the owner stops it (or already did)
+        return
     stop_session(session)
     if psutil.pid_exists(jvm_pid) and psutil.Process(jvm_pid).status() != psutil.STATUS_ZOMBIE:
         psutil.Process(jvm_pid).kill()
