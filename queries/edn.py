@@ -540,8 +540,9 @@ def _dump(value: Any, out: list[str]) -> None:
             opener, closer, items = "[", "]", list(value)
         elif isinstance(value, dict):
             opener, closer, items = "{", "}", list(value.items())
-        else:
-            opener, closer, items = "#{", "}", list(value)
+        else:  # a set has no order: write its elements sorted by their text, so equal
+            # sets always print alike whatever their hash-dependent iteration order
+            opener, closer, items = "#{", "}", sorted(value, key=dumps)
         out.append(opener)
         for i, item in enumerate(items):
             if i:
