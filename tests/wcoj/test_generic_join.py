@@ -10,6 +10,7 @@ import reference_joins as ref
 from hypothesis import example, find, given, settings
 from hypothesis import strategies as st
 
+import wcoj.generic_join as gj
 from indexes import Relation
 from wcoj.errors import ArityMismatchError, QueryError, UnboundVariableError, WeightOverflowError
 from wcoj.generic_join import Atom, IncrementalGenericJoin, choose_order, generic_join
@@ -71,6 +72,20 @@ def queries(draw):
 
 
 # ------------------------------------------------------------------ batch
+@settings(max_examples=25)
+@given(queries(), st.integers(1, 4))
+def test_tiny_slices_give_the_same_result(q, slice_rows):
+    """The frontier is processed in slices of at most SLICE_ROWS candidates (at least one row
+    each); forcing tiny slices exercises the streaming path on small data."""
+    name, data, spec, order, output = q
+    want = oracle(spec, data, output)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(gj, "SLICE_ROWS", slice_rows)
+        atoms = atoms_for(spec, order)
+        assert generic_join(atoms, order, output, fused=True).to_dict() == want
+        assert generic_join(atoms, order, count_only=True, fused=True) == sum(want.values())
+
+
 def test_worked_example_triangle_with_multiplicities():
     E = relation("E", {(1, 2): 2, (2, 3): 1, (1, 3): 3, (3, 4): 1})
     spec = [(E, ("a", "b")), (E, ("b", "c")), (E, ("a", "c"))]
