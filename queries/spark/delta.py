@@ -233,10 +233,11 @@ class DistributedDelta:
         if not atoms:
             return 0 if count_only else self.spark.createDataFrame(
                 [], result_schema(self.query, False))
-        routed = self._consolidate(route(self.query, deltas, self.grid, atoms))
+        # not consolidated here: the cells consolidate (ZSet.from_arrays) and so does compact
+        routed = route(self.query, deltas, self.grid, atoms)
         routed = routed.repartition(self.n_partitions, "cell").persist(
             StorageLevel.MEMORY_AND_DISK)
-        base = self._reduce_base(routed)
+        base = self._reduce_base(routed.toArrow())  # one job: routes, persists, collects
         log = [d.withColumn("cur", F.lit(0)) for d in self.log] + [
             routed.withColumn("cur", F.lit(1))]
         side = log[0]
@@ -255,7 +256,7 @@ class DistributedDelta:
             self.compact()
         return result
 
-    def _reduce_base(self, routed: DataFrame) -> DataFrame:
+    def _reduce_base(self, routed: pa.Table) -> DataFrame:
         """The base rows that can meet this tick's delta (keeps the base's partitioning).
 
         Cells the delta does not reach are dropped. Atom ``j``'s tuple is kept when some
@@ -266,14 +267,13 @@ class DistributedDelta:
         from pyspark.sql import functions as F
 
         q = self.query
-        seen = routed.select("atom", *self.keys[2:]).distinct().collect()
-        cells = [int(r[0]) for r in routed.select("cell").distinct().collect()]
-        values: dict[tuple[int, str], set[int]] = {}
-        delta_atoms = sorted({int(r["atom"]) for r in seen})
-        for r in seen:
-            i = int(r["atom"])
+        atom, keys, _ = _table_arrays(routed, q.width)
+        cells = np.unique(routed.column("cell").to_numpy()).tolist()
+        delta_atoms = np.unique(atom).tolist()
+        values: dict[tuple[int, str], list[int]] = {}
+        for i in delta_atoms:
             for j, v in enumerate(q.atom_variables(i)):
-                values.setdefault((i, v), set()).add(int(r[f"c{j}"]))
+                values[(i, v)] = np.unique(keys[atom == i, j]).tolist()
         too_many = any(len(s) > SEMIJOIN_LIMIT for s in values.values())
         keep = None
         for j in range(len(q.atoms)):
@@ -288,7 +288,7 @@ class DistributedDelta:
                     break
                 c = None
                 for v in shared:
-                    term = F.col(f"c{vj.index(v)}").isin(sorted(values[(i, v)]))
+                    term = F.col(f"c{vj.index(v)}").isin(values[(i, v)])
                     c = term if c is None else c & term
                 cond = c if cond is None else cond | c
             if cond is None:  # only atom j changed: its own base is not read (ΔAj alone)
