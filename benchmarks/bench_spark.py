@@ -64,7 +64,14 @@ class ShuffleMeter:
         self.seen = self._ids()
 
     def _stages(self):
-        return list(self.store.stageList(None))
+        # Scala defaults are invisible through py4j: stageList(statuses, details,
+        # withSummaries, unsortedQuantiles, taskStatus) with every argument given
+        quantiles = getattr(self.store, "stageList$default$4")()
+        it = self.store.stageList(None, False, False, quantiles, None).iterator()
+        out = []
+        while it.hasNext():
+            out.append(it.next())
+        return out
 
     def _ids(self) -> set:
         return {(int(s.stageId()), int(s.attemptId())) for s in self._stages()}
@@ -214,6 +221,7 @@ def main(argv=None) -> None:
             f"python={platform.python_version()} seed={args.seed} "
             f"master={spark.sparkContext.master} cores={os.cpu_count()} "
             f"shuffle_partitions={spark.conf.get('spark.sql.shuffle.partitions')} "
+            f"driver_heap_gb={spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory() / 2**30:.1f} "
             f"load_before={_load()}")
     print(head, flush=True)
     lines = [head]
