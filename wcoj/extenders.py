@@ -103,6 +103,8 @@ def descend(trie: TrieArrays, prefix: I64) -> tuple[I64, I64]:
 
     n, d = prefix.shape
     arity = len(trie.values)
+    if trie.weights.shape[0] == 0:  # an empty trie: every range is empty
+        return np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
     lo = np.zeros(n, dtype=np.int64)
     hi = np.full(n, len(trie.values[0]), dtype=np.int64)
     pos = np.empty(n, dtype=np.int64)

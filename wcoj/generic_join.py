@@ -40,13 +40,12 @@ import numpy.typing as npt
 from wcoj.errors import ArityMismatchError, QueryError, UnboundVariableError, WeightOverflowError
 from wcoj.extenders import IncrementalSource, PrefixExtender, descend
 from wcoj.kernels import weights as wk
+from wcoj.kernels.frontier import extend_frontier
 from wcoj.kernels.intersect import (
     count_last_level,
     count_last_level_parallel,
     count_pair,
     count_pair_parallel,
-    extend_level,
-    extend_pair,
     narrow_ranges,
 )
 from wcoj.zset import ZSet
@@ -294,48 +293,32 @@ class _TrieRun:
             start = stop
 
     def _slice(self, level, lv, vals, bound, w, LO, HI, lo, hi, cap, count_only):
-        out_parent = np.empty(cap, dtype=np.int64)
-        out_val = np.empty(cap, dtype=np.int64)
-        out_hit = None
-        if len(lv.parts) == 2 and len(lv.atoms) == 2:  # two single-run atoms: the pair kernel
-            ha = np.empty(cap, dtype=np.int64)
-            hb = np.empty(cap, dtype=np.int64)
-            m = extend_pair(vals[0], lo[:, 0].copy(), hi[:, 0].copy(), vals[1], lo[:, 1].copy(),
-                            hi[:, 1].copy(), out_parent, out_val, ha, hb)
-            out_hit = np.stack([ha[:m], hb[:m]], axis=1)
-        else:
-            out_hit = np.empty((cap, len(lv.parts)), dtype=np.int64)
-            m = extend_level(vals, lo, hi, lv.atom_start, out_parent, out_val, out_hit)
-        parent, val, hit = out_parent[:m], out_val[:m], out_hit[:m]
-        nb = np.empty((m, bound.shape[1] + 1), dtype=np.int64)
-        nb[:, :-1] = bound[parent]
-        nb[:, -1] = val
-        nw = w[parent]
-        NLO, NHI = LO[parent], HI[parent]
-        keep = None
-        col = 0
+        n_parts = len(lv.parts)
+        offs, leafw, is_last = [], [], np.zeros(n_parts, dtype=np.int64)
+        q_local = 0
         for k, i in enumerate(lv.atoms):
-            d = lv.depth[k]
-            aw = []
             for q in self.atom_parts[i]:
-                h = hit[:, col]
-                col += 1
-                found = h >= 0
-                hh = np.where(found, h, 0)
                 t = self.parts[q]
                 if lv.last[k]:
-                    aw.append(np.where(found, t.weights[hh] if len(t.weights) else 0, 0))
+                    is_last[q_local] = 1
+                    offs.append(t.weights)
+                    leafw.append(t.weights)
                 else:
-                    off = t.offsets[d]
-                    NLO[:, q] = np.where(found, off[hh], 0)
-                    NHI[:, q] = np.where(found, off[hh + 1], 0)
-            if lv.last[k]:
-                s = _checked_sum(aw)
-                nw = _checked_mul(nw, s)
-                keep = (s != 0) if keep is None else keep & (s != 0)
-        fkeep = _apply_filters(lv, nb, skip_bounds=True)
-        if fkeep is not None:
-            keep = fkeep if keep is None else keep & fkeep
+                    offs.append(t.offsets[lv.depth[k]])
+                    leafw.append(t.offsets[lv.depth[k]])
+                q_local += 1
+        L, P = bound.shape[1], LO.shape[1]
+        nb = np.empty((cap, L + 1), dtype=np.int64)
+        NLO = np.empty((cap, P), dtype=np.int64)
+        NHI = np.empty((cap, P), dtype=np.int64)
+        nw = np.empty(cap, dtype=np.int64)
+        m = extend_frontier(vals, tuple(offs), tuple(leafw), is_last, np.asarray(lv.parts, dtype=np.int64),
+                            lv.atom_start, np.ascontiguousarray(LO), np.ascontiguousarray(HI), lo, hi,
+                            np.ascontiguousarray(bound), w, nb, NLO, NHI, nw)
+        if m < 0:
+            raise WeightOverflowError(f"a weight product under prefix {bound[-1 - m].tolist()} does not fit in int64")
+        nb, NLO, NHI, nw = nb[:m], NLO[:m], NHI[:m], nw[:m]
+        keep = _apply_filters(lv, nb, skip_bounds=True)
         if keep is not None and not keep.all():
             nb, nw, NLO, NHI = nb[keep], nw[keep], NLO[keep], NHI[keep]
         if level == len(self.plan) - 1:
@@ -351,6 +334,7 @@ def _generic_blocks(atoms: Sequence[Atom], plan: list[_Level], count_only: bool)
     for level, lv in enumerate(plan):
         n = bound.shape[0]
         if n == 0:
+            bound = np.zeros((0, len(plan)), dtype=np.int64)  # the result has every column
             break
         prefixes = []
         for k, i in enumerate(lv.atoms):
@@ -369,7 +353,7 @@ def _generic_blocks(atoms: Sequence[Atom], plan: list[_Level], count_only: bool)
                 rows.append(sel[r])
                 vals.append(v)
         if not rows:
-            bound = np.zeros((0, level + 1), dtype=np.int64)
+            bound = np.zeros((0, len(plan)), dtype=np.int64)
             w = np.zeros(0, dtype=np.int64)
             break
         r = np.concatenate(rows)

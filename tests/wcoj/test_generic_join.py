@@ -104,19 +104,14 @@ def test_batch_equals_nested_loops_in_every_order_on_both_paths(q):
     fused = generic_join(atoms, order, output, fused=True)
     fused.check()
     assert fused.to_dict() == want
-    if want:   # fused=False with an empty result: see the xfail test below
-        generic = generic_join(atoms, order, output, fused=False)
-        generic.check()
-        assert generic.to_dict() == want
+    generic = generic_join(atoms, order, output, fused=False)
+    generic.check()
+    assert generic.to_dict() == want
     total = sum(want.values())
     assert generic_join(atoms, order, count_only=True, fused=True) == total
     assert generic_join(atoms, order, count_only=True, fused=False) == total
 
 
-@pytest.mark.xfail(strict=True, raises=IndexError, reason=(
-    "engine bug: _generic_blocks (fused=False) yields bound rows with fewer columns than the "
-    "variable order when the frontier becomes empty before the last level, so selecting the "
-    "output columns raises IndexError instead of returning an empty ZSet"))
 @pytest.mark.parametrize("rows", [{}, {(1, 2): 1}])
 def test_generic_path_returns_empty_when_the_frontier_dies_early(rows):
     E = relation("E", rows)       # {}: dies at level 0; {(1,2)}: at level 1 (no edge from 2)
@@ -139,8 +134,7 @@ def test_filters_equal_nested_loops_with_the_predicate(q, which):
     want = oracle(spec, data, output, pyfilters)
     atoms = atoms_for(spec, order)
     for fused in (True, False):
-        if fused or want:   # fused=False with an empty result: see the xfail test above
-            assert generic_join(atoms, order, output, fused=fused, filters=filters).to_dict() == want
+        assert generic_join(atoms, order, output, fused=fused, filters=filters).to_dict() == want
         assert generic_join(atoms, order, count_only=True, fused=fused, filters=filters) == \
             sum(oracle(spec, data, order, pyfilters).values())
 
@@ -176,7 +170,7 @@ def test_empty_atom_gives_an_empty_result():
     empty = Relation("R", 2)
     spec = [(E, ("a", "b")), (empty, ("b", "c"))]
     assert generic_join(atoms_for(spec, "abc"), "abc", fused=True).to_dict() == {}
-    for fused in (True, False):   # fused=False rows: see the xfail test above
+    for fused in (True, False):
         assert generic_join(atoms_for(spec, "abc"), "abc", count_only=True, fused=fused) == 0
 
 
