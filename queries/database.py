@@ -52,12 +52,13 @@ from queries.ast import (
     And, Const, FindColl, FindPull, FindScalar, FindTuple, FnCall, Not, NotJoin, Or, OrJoin,
     Pattern, Predicate, Query,
 )
+from queries.circuits import CompiledView, Groups, Unsupported, compile_view
 from queries.compile import Evaluator, JoinPlan, _ref_vars, bind_inputs, find_rows
 from queries.edn import Keyword, loads
 from queries.functions import compare
 from queries.parse import check_rules, parse_query
 from queries.transact import resolve
-from wcoj.errors import QueryError, SchemaError, WcojError
+from wcoj.errors import QueryError, SchemaError
 
 __all__ = ["Database", "View", "Report", "Change"]
 
@@ -84,30 +85,57 @@ class Report:
 
 
 class View:
-    """A query kept up to date: ``result()`` always equals ``db.q`` of the same query."""
+    """A query kept up to date: ``result()`` always equals ``db.q`` of the same query.
+
+    ``mode`` is ``"join"`` (a conjunctive query: ``IncrementalGenericJoin`` deltas),
+    ``"circuit"`` (compiled by ``queries.circuits``: not, or, rules, aggregates, functions)
+    or ``"recompute"`` (``fallback`` says why: the query is re-run on the staged state when
+    a transaction touches an attribute it reads).
+    """
 
     def __init__(self, db: Database, name: str, query: Query, inputs: tuple):
         self.db, self.name, self.query, self.inputs = db, name, query, inputs
         ev = db._evaluator("prev", query, inputs)
         table, rules = bind_inputs(ev, query, inputs)
         self.plan: JoinPlan | None = None
+        self.circuit: CompiledView | None = None
+        self.groups: Groups | None = None
+        self.fallback: str | None = None
+        self._counts: dict = {}
         if JoinPlan.eligible(query, table):
             consts = dict(zip(table.vars, next(iter(table.rows))))
             self.plan = JoinPlan(ev, query, consts)
-            z = self.plan.join.batch("prev")
-            self._counts = dict(zip(map(tuple, z.keys.tolist()), z.weights.tolist()))
+            self._count_change(self.plan.join.batch("prev"), commit=True)
         else:
-            self._rows = {_key(r): r for r in db._rows(query, inputs, "prev")}
+            try:
+                self.circuit = compile_view(ev, query, table, rules)
+            except Unsupported as e:
+                self.fallback = e.reason
+            except QueryError as e:  # q raises it too, below, if it is the user's error
+                self.fallback = str(e)
+            if self.circuit is not None:
+                z = self.circuit.start()
+                if self.circuit.aggregated:
+                    self.groups = Groups(query, self.circuit.cols)
+                    self._group_change(z)
+                else:
+                    self._count_change(z, commit=True)
+            else:
+                self._rows = {_key(r): r for r in db._rows(query, inputs, "prev")}
+        self.mode = "join" if self.plan else "circuit" if self.circuit else "recompute"
         self.attrs = _attributes_read(query, rules)
         self.last_change = Change()
         self._staged: tuple | None = None
 
     def __repr__(self) -> str:
-        mode = "incremental join" if self.plan else "recompute on change"
+        mode = {"join": "incremental join", "circuit": "incremental circuit"}.get(
+            self.mode, f"recompute on change ({self.fallback})")
         return f"View({self.name!r}, {mode}, rows={len(self._current())})"
 
     def _current(self) -> list:
-        if self.plan is None:
+        if self.groups is not None:
+            return self.groups.rows()
+        if self.mode == "recompute":
             return list(self._rows.values())
         ids = [k for k, c in self._counts.items() if c > 0]
         if not ids:
@@ -119,47 +147,85 @@ class View:
         """The current answer, shaped by the find spec like ``Database.q``."""
         return _shape(self.query, self._current())
 
+    def _count_change(self, z: Any, commit: bool = False) -> tuple[Change, dict]:
+        """The change of the set of rows from a delta ``z`` of per-row counts."""
+        counts, added, removed = {}, [], []
+        for key, w in zip(map(tuple, z.keys.tolist()), z.weights.tolist()):
+            old = self._counts.get(key, 0)
+            new = old + w
+            counts[key] = new
+            if old <= 0 < new:
+                added.append(key)
+            elif new <= 0 < old:
+                removed.append(key)
+        dec = self.db.store.interner.decode
+        ch = Change([tuple(r) for r in dec(np.array(added, dtype=np.int64)).tolist()]
+                    if added else [],
+                    [tuple(r) for r in dec(np.array(removed, dtype=np.int64)).tolist()]
+                    if removed else [])
+        if commit:
+            self._apply_counts(counts)
+        return ch, counts
+
+    def _apply_counts(self, counts: dict) -> None:
+        for k, c in counts.items():
+            if c:
+                self._counts[k] = c
+            else:
+                self._counts.pop(k, None)
+
+    def _group_change(self, z: Any) -> tuple[Change, Any]:
+        ids = list(map(tuple, z.keys.tolist()))
+        vals = [tuple(r) for r in self.db.store.interner.decode(z.keys).tolist()] if ids else []
+        removed, added, undo = self.groups.apply(ids, vals, z.weights.tolist())
+        return Change(added, removed), undo
+
     def _stage(self, changed: set[str]) -> Change:
+        self._staged = None
         if self.plan is not None:
-            z = self.plan.join.delta()
-            counts, added, removed = {}, [], []
-            for key, w in zip(map(tuple, z.keys.tolist()), z.weights.tolist()):
-                old = self._counts.get(key, 0)
-                new = old + w
-                counts[key] = new
-                if old <= 0 < new:
-                    added.append(key)
-                elif new <= 0 < old:
-                    removed.append(key)
-            dec = self.db.store.interner.decode
-            ch = Change([tuple(r) for r in dec(np.array(added, dtype=np.int64)).tolist()]
-                        if added else [],
-                        [tuple(r) for r in dec(np.array(removed, dtype=np.int64)).tolist()]
-                        if removed else [])
-            self._staged = ("counts", counts)
+            ch, counts = self._count_change(self.plan.join.delta())
+            self._staged = ("counts", counts, None)
+            return ch
+        if self.circuit is not None:
+            stepped = self.circuit.step()
+            if stepped is None:
+                return Change()
+            z, undo = stepped
+            if self.groups is not None:
+                self._staged = ("groups", None, undo)  # circuit undo first: groups may raise
+                ch, gundo = self._group_change(z)
+                self._staged = ("groups", gundo, undo)
+                return ch
+            ch, counts = self._count_change(z)
+            self._staged = ("counts", counts, undo)
             return ch
         if self.attrs is not None and not (self.attrs & changed):
-            self._staged = None
             return Change()
         rows = {_key(r): r for r in self.db._rows(self.query, self.inputs, "curr")}
         ch = Change([rows[k] for k in rows.keys() - self._rows.keys()],
                     [self._rows[k] for k in self._rows.keys() - rows.keys()])
-        self._staged = ("rows", rows)
+        self._staged = ("rows", rows, None)
         return ch
 
     def _commit(self, change: Change) -> None:
         if self._staged is not None:
-            kind, state = self._staged
+            kind, state, _ = self._staged
             if kind == "counts":
-                for k, c in state.items():
-                    if c:
-                        self._counts[k] = c
-                    else:
-                        self._counts.pop(k, None)
-            else:
+                self._apply_counts(state)
+            elif kind == "rows":
                 self._rows = state
         self._staged = None
         self.last_change = change
+
+    def _rollback(self) -> None:
+        """The transaction failed: forget the staged change (and undo a stepped circuit)."""
+        if self._staged is not None:
+            kind, state, undo = self._staged
+            if kind == "groups" and state is not None:
+                self.groups.undo(state)
+            if undo is not None:
+                self.circuit.undo(undo)
+        self._staged = None
 
 
 def _key(x: Any) -> Any:
@@ -301,10 +367,10 @@ class Database:
             adds, retracts, tx_id, tempids, tx_data = resolve(store, data)
             store.stage(adds, retracts)
             changes = {name: v._stage(store.changed) for name, v in self.views.items()}
-        except (WcojError, MemoryError, KeyboardInterrupt):
+        except BaseException:  # roll everything back, whatever failed, then re-raise
             store.rollback()
             for v in self.views.values():
-                v._staged = None
+                v._rollback()
             raise
         store.commit()
         for name, v in self.views.items():

@@ -1,0 +1,578 @@
+"""Datalog -> DBSP circuits: the incremental form of views that are not plainly conjunctive.
+
+``compile_view`` turns a parsed query (with its rules and inputs) into a ``wcoj.circuit``
+circuit whose sources are the per-relation datom deltas of a transaction (Z-sets of
+``(e, v)`` id pairs, and ``(e, a, v, tx)`` rows for attribute-variable patterns) and whose
+sink is the change of the view's set of ``:find`` (+ ``:with``) rows. Every intermediate
+stream carries rows of interned ids, one column per variable (``Rel``). The pieces:
+
+* the data patterns of a clause list (with the predicates they bind) are one *core join*:
+  an ``IncrementalGenericJoin`` over the store's relations wrapped as an operator
+  (``CoreJoin``): the whole batch at the first tick, the telescoping delta after;
+* predicates and function expressions are linear row maps on decoded values (``RowMap``);
+* a join of two streams is the bilinear incremental join (``incremental_join``);
+* ``not`` is ``L - distinct(π_L(body evaluated from L))`` with ``L = distinct(left)``;
+  ``not-join`` the same through a join on its variables; ``or``/``or-join`` a union of
+  branches under ``distinct``;
+* a recursive rule component is a child circuit: one ``z^-1`` feedback per rule, each
+  rule's bodies summed and kept a set by ``distinct_nested`` (``distinct_trace``), the joins
+  in the bodies nested (``join_lattice``); the child runs to a fixed point every
+  transaction and exports the change (like ``wcoj.recursion.closure``), so a retraction
+  removes exactly the facts that lost every derivation. Non-recursive rules are unions at
+  the root;
+* aggregates keep per-group state (``Groups``): the group's rows, running integer sums;
+  a transaction recomputes only the groups it touches.
+
+What cannot be compiled raises ``Unsupported`` with the reason, and the view falls back to
+recomputation (``queries.database.View``): pull in ``:find``, database functions
+(``get-else``, ``missing?``, ``get-some``), patterns without variables, lookup refs as
+pattern constants, other sources than ``$``.
+
+Relies on ``wcoj`` (circuit, operators, generic join) and ``queries.compile``; used by
+``queries.database`` and ``queries.plan``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from queries.ast import (
+    DEFAULT_SRC, And, Blank, Const, FindAggregate, FindPull, FnCall, Not, NotJoin, Or,
+    OrJoin, Pattern, Predicate, Query, Rule, RuleCall, Var, bound_vars, free_vars,
+    required_vars,
+)
+from queries.compile import Evaluator, Table, _bind, _branch, _negated_calls, _truthy
+from queries.functions import DB_FUNCTIONS, FUNCTIONS, aggregate, call
+from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
+from wcoj.errors import QueryError, UnboundVariableError
+from wcoj.generic_join import IncrementalGenericJoin
+from wcoj.operators import distinct_nested, incremental_join
+from wcoj.zset import ZSet
+
+__all__ = ["Unsupported", "CompiledView", "compile_view", "Groups"]
+
+
+class Unsupported(QueryError):
+    """A query feature the circuit compiler does not handle; ``reason`` says which."""
+
+    def __init__(self, reason: str):
+        super().__init__(f"not compiled to a circuit: {reason}")
+        self.reason = reason
+
+
+class Rel:
+    """A stream of rows of ids with one column per variable name."""
+
+    __slots__ = ("stream", "vars")
+
+    def __init__(self, stream: Stream, vars_: Iterable[str]):
+        self.stream, self.vars = stream, tuple(vars_)
+        if not self.vars:
+            raise Unsupported("a clause whose rows bind no variable")
+
+    def __repr__(self) -> str:
+        return f"Rel({' '.join(self.vars)})"
+
+
+# ---------------------------------------------------------------------------- operators
+
+class CoreJoin(Operator):
+    """The conjunctive core as a root operator: ``IncrementalGenericJoin`` over the store.
+
+    Its inputs are the deltas of the relations it reads (only to skip empty ticks); the
+    join itself reads the relations' staged ``delta``/``prev``/``curr`` views. At the
+    view's first tick (``owner.initial``) it emits the whole batch over ``prev``.
+    """
+
+    name = "core_join"
+    input_kinds = ("zset",)
+    variadic = True
+
+    def __init__(self, join: IncrementalGenericJoin, owner: CompiledView):
+        self.join, self.owner = join, owner
+
+    def output_schema(self, inputs: list[Schema]) -> Schema:
+        return Schema("zset", len(self.join.output))
+
+    def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
+        if self.owner.initial:
+            return self.join.batch("prev"), state
+        if all(v.is_empty() for v in values):
+            return ZSet.empty(len(self.join.output)), state
+        return self.join.delta(), state
+
+    def next_busy(self, values: list[Any], state: Any, ctx: Context) -> int | None:
+        return None
+
+
+class RowMap(Operator):
+    """Linear: a row ``r`` of weight ``w`` becomes the rows ``fn(ids, values)`` of weight ``w``.
+
+    ``fn`` gets the row's ids and its decoded values and returns id tuples (none to drop
+    the row), so filters and function expressions over Python values are one operator.
+    """
+
+    name = "row_map"
+    input_kinds = ("zset",)
+
+    def __init__(self, fn: Callable, arity: int, decode: Callable):
+        self.fn, self.arity, self.decode = fn, arity, decode
+
+    def output_schema(self, inputs: list[Schema]) -> Schema:
+        return Schema("zset", self.arity)
+
+    def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
+        z = values[0]
+        if z.is_empty():
+            return ZSet.empty(self.arity), state
+        rows, ws = [], []
+        dec = self.decode(z.keys).tolist()
+        for ids, vals, w in zip(z.keys.tolist(), dec, z.weights.tolist()):
+            for out in self.fn(ids, vals):
+                rows.append(out)
+                ws.append(w)
+        if not rows:
+            return ZSet.empty(self.arity), state
+        keys = np.array(rows, dtype=np.int64).reshape(len(rows), self.arity)
+        return ZSet.from_arrays(keys, np.array(ws, dtype=np.int64), arity=self.arity), state
+
+    def next_busy(self, values: list[Any], state: Any, ctx: Context) -> int | None:
+        return None
+
+
+# ---------------------------------------------------------------------------- compiler
+
+class CompiledView:
+    """A view's circuit and how to feed it; ``notes`` describe the operators for explain."""
+
+    def __init__(self, ev: Evaluator, query: Query, table: Table, rules: list[Rule]):
+        self.ev, self.store, self.query = ev, ev.store, query
+        self.rules: dict[str, list[Rule]] = {}
+        for r in rules:
+            self.rules.setdefault(r.name, []).append(r)
+        self.root = Circuit()
+        self.initial = False
+        self.notes: list[str] = []
+        self.relations: dict[str, Any] = {}     # source name -> Relation
+        self._sources: dict[int, Stream] = {}   # id(Relation) -> source stream
+        self._imports: dict[tuple[int, int], Stream] = {}
+        self._rule_rels: dict[str, Rel] = {}
+        self._table = table
+        for e in query.find.elements:
+            if isinstance(e, FindPull):
+                raise Unsupported("pull in :find reads attributes per row")
+        consts: dict[str, int] = {}
+        start = None
+        if table.vars:
+            if len(table.rows) == 1:
+                consts = dict(zip(table.vars, next(iter(table.rows))))
+            src = self.root.source(len(table.vars), name="inputs")
+            start = Rel(src, table.vars)
+        self.consts = consts
+        where = self.conj(query.where, start, self.root, {})
+        if where is None:
+            raise Unsupported("an empty :where")
+        elems = query.find.elements
+        self.aggregated = any(isinstance(e, FindAggregate) for e in elems)
+        cols = [e.var.name for e in elems]
+        if self.aggregated:
+            cols = list(dict.fromkeys(cols + [w.name for w in query.with_vars]))
+            self.notes.append("aggregate: incremental per-group state (touched groups only)")
+        missing = [v for v in cols if v not in where.vars]
+        if missing:
+            raise UnboundVariableError(query.find, missing, "the :where clauses do not bind them")
+        out = self.distinct(self.project(where, cols))
+        self.root.sink(out.stream, "out")
+        self.cols = cols
+
+    # ------------------------------------------------------------------ feeding
+    def start(self) -> ZSet:
+        """Run the first tick over the committed state; the view's initial rows."""
+        self.initial = True
+        try:
+            given = {"inputs": ZSet.from_rows(self._table.rows, arity=len(self._table.vars))} \
+                if self._table.vars else {}
+            return self.root.step(given)["out"]
+        finally:
+            self.initial = False
+
+    def reads(self) -> set[str]:
+        return set(self.relations)
+
+    def step(self) -> tuple[ZSet, Any] | None:
+        """Step with the store's staged deltas; ``(change, undo)`` or None if untouched."""
+        given = {name: rel.delta for name, rel in self.relations.items()
+                 if not rel.delta_is_empty()}
+        if not given:
+            return None
+        undo = (self.root._state, self.root.time)  # states are immutable values
+        return self.root.step(given)["out"], undo
+
+    def undo(self, undo: Any) -> None:
+        """Forget a step whose transaction failed (every node state is a persistent value)."""
+        self.root._state, self.root.time = undo
+
+    # ------------------------------------------------------------------ streams
+    def _source(self, rel: Any) -> Stream:
+        s = self._sources.get(id(rel))
+        if s is None:
+            name = f"rel{len(self._sources)}:{rel.name}"
+            s = self.root.source(rel.arity, name=name)
+            self._sources[id(rel)] = s
+            self.relations[name] = rel
+        return s
+
+    def bring(self, rel: Rel, c: Circuit) -> Rel:
+        """``rel`` as a stream of circuit ``c`` (imported with δ0 into a child)."""
+        s = rel.stream
+        if s.circuit is c:
+            return rel
+        if c.parent is not s.circuit:
+            raise Unsupported("a stream nested two levels deep")
+        key = (id(c), s.node_id)
+        if key not in self._imports:
+            self._imports[key] = c.import_(s)
+        return Rel(self._imports[key], rel.vars)
+
+    def project(self, rel: Rel, vars_: Iterable[str]) -> Rel:
+        vars_ = tuple(vars_)
+        if vars_ == rel.vars:
+            return rel
+        try:
+            idx = [rel.vars.index(v) for v in vars_]
+        except ValueError as e:
+            raise Unsupported(f"a branch does not bind {vars_}") from e
+        return Rel(rel.stream.map(lambda k, idx=idx: k[:, idx], arity=len(idx)), vars_)
+
+    def distinct(self, rel: Rel) -> Rel:
+        return Rel(distinct_nested(rel.stream), rel.vars)
+
+    def join(self, a: Rel, b: Rel) -> Rel:
+        """The natural join of two streams of the same circuit (bilinear, incremental)."""
+        shared = [v for v in a.vars if v in b.vars]
+        extra = [v for v in b.vars if v not in a.vars]
+        nk, na = len(shared), len(a.vars)
+        cols = list(range(nk, nk + na)) + [nk + na + b.vars.index(v) for v in extra]
+        ia = a.stream.index_with([a.vars.index(v) for v in shared])
+        ib = b.stream.index_with([b.vars.index(v) for v in shared])
+        out = incremental_join(ia, ib, fn=lambda k, cols=cols: k[:, cols], arity=len(cols))
+        return Rel(out, a.vars + tuple(extra))
+
+    def row_map(self, rel: Rel, fn: Callable, vars_: Iterable[str]) -> Rel:
+        vars_ = tuple(vars_)
+        op = RowMap(fn, len(vars_), self.store.interner.decode)
+        return Rel(rel.stream.circuit.add(op, rel.stream), vars_)
+
+    # ------------------------------------------------------------------ clauses
+    def conj(self, clauses: Iterable[Any], start: Rel | None, c: Circuit,
+             env: dict[str, Rel]) -> Rel | None:
+        """Wire the conjunction ``clauses`` from the rows of ``start`` inside ``c``."""
+        clauses = list(clauses)
+        patterns = [x for x in clauses if isinstance(x, Pattern)]
+        rest = [x for x in clauses if not isinstance(x, Pattern)]
+        cur = start
+        if patterns:
+            pvars = {v.name for p in patterns for v in free_vars(p)}
+            known = pvars | set(self.consts)
+            pushed = [x for x in rest if isinstance(x, Predicate) and x.fn in FUNCTIONS
+                      and {v.name for v in free_vars(x)} <= known]
+            rest = [x for x in rest if x not in pushed]
+            core = self.bring(self.core(patterns, pushed), c)
+            cur = core if cur is None else self.join(cur, core)
+        while rest:
+            bound = {Var(v) for v in (cur.vars if cur is not None else ())}
+            ready = next((x for x in rest if required_vars(x) <= bound), None)
+            if ready is None:
+                x = rest[0]
+                raise UnboundVariableError(x, sorted(v.name for v in required_vars(x) - bound),
+                                           "nothing before it binds them")
+            rest.remove(ready)
+            cur = self.clause(ready, cur, c, env)
+        return cur
+
+    def core(self, patterns: list[Pattern], preds: list[Predicate]) -> Rel:
+        """The patterns (and predicates on their variables) as one root ``CoreJoin``."""
+        for p in patterns:
+            if p.src != DEFAULT_SRC:
+                raise Unsupported(f"pattern {p} reads source {p.src}")
+            if any(isinstance(t, Const) and isinstance(t.value, (list, tuple)) for t in p.terms):
+                raise Unsupported(f"lookup ref constant in {p}")
+        atoms, filters, _ = self.ev.atoms(patterns, self.consts)
+        if len(atoms) != len(patterns):
+            raise Unsupported("a pattern without variables")
+        decoded = {k: self.store.interner.decode_one(v) for k, v in self.consts.items()}
+        filters += [self.ev.predicate_filter(x, decoded) for x in preds]
+        out = sorted({t for _, terms in atoms for t in terms
+                      if isinstance(t, str) and not t.startswith("_")})
+        join = IncrementalGenericJoin(atoms, out, filters=filters)
+        inputs = [self._source(src) for src, _ in atoms]
+        stream = self.root.add(CoreJoin(join, self), *dict.fromkeys(inputs))
+        self.notes.append(f"core join {' '.join(map(str, patterns))}"
+                          + (f" filtered by {' '.join(map(str, preds))}" if preds else "")
+                          + " (generic join, telescoping delta rule)")
+        return Rel(stream, out)
+
+    def clause(self, x: Any, cur: Rel | None, c: Circuit, env: dict[str, Rel]) -> Rel:
+        if isinstance(x, (Predicate, FnCall)) and x.fn in DB_FUNCTIONS:
+            raise Unsupported(f"database function {x.fn} reads attributes per row")
+        if isinstance(x, Predicate):
+            return self.row_map(cur, self._filter(x, cur.vars), cur.vars)
+        if isinstance(x, FnCall):
+            new = sorted(v.name for v in free_vars(x.binding) if v.name not in cur.vars)
+            return self.row_map(cur, self._fn(x, cur.vars, new), cur.vars + tuple(new))
+        if isinstance(x, Not):
+            left = self.distinct(cur)
+            sub = self.conj(x.clauses, left, c, env)
+            self.notes.append(f"difference for {x}")
+            return Rel(left.stream.minus(self.distinct(self.project(sub, left.vars)).stream),
+                       left.vars)
+        if isinstance(x, NotJoin):
+            jv = [v.name for v in x.vars]
+            left = self.distinct(cur)
+            keys = self.distinct(self.project(left, jv))
+            sub = self.distinct(self.project(self.conj(x.clauses, keys, c, env), jv))
+            self.notes.append(f"difference for {x}")
+            matched = self.project(self.join(left, sub), left.vars)
+            return Rel(left.stream.minus(matched.stream), left.vars)
+        if isinstance(x, Or):
+            have = cur.vars if cur is not None else ()
+            out = have + tuple(sorted(v.name for v in bound_vars(x) if v.name not in have))
+            left = self.distinct(cur) if cur is not None else None
+            self.notes.append(f"union + distinct for {x}")
+            return self.distinct(self._union(
+                [self.project(self.conj(_branch(b), left, c, env), out) for b in x.clauses]))
+        if isinstance(x, OrJoin):
+            jv = [v.name for v in x.required + x.vars]
+            have = cur.vars if cur is not None else ()
+            inner = tuple(v for v in jv if v in have)
+            out = inner + tuple(sorted(v.name for v in bound_vars(x) if v.name not in inner))
+            keys = self.distinct(self.project(cur, inner)) if inner else None
+            self.notes.append(f"union + distinct for {x}")
+            union = self.distinct(self._union(
+                [self.project(self.conj(_branch(b), keys, c, env), out) for b in x.clauses]))
+            return union if cur is None else self.join(cur, union)
+        if isinstance(x, RuleCall):
+            call_rel = self._rule_call(x, c, env)
+            return call_rel if cur is None else self.join(cur, call_rel)
+        raise Unsupported(f"clause {x}")
+
+    def _union(self, rels: list[Rel]) -> Rel:
+        s = rels[0].stream
+        for r in rels[1:]:
+            s = s.plus(r.stream)
+        return Rel(s, rels[0].vars)
+
+    def _filter(self, x: Predicate, vars_: tuple) -> Callable:
+        args = _arg_getters(x.args, vars_)
+
+        def fn(ids: list, vals: list) -> list:
+            return [ids] if _truthy(call(x.fn, [g(vals) for g in args])) else []
+        return fn
+
+    def _fn(self, x: FnCall, vars_: tuple, new: list[str]) -> Callable:
+        args = _arg_getters(x.args, vars_)
+        encode = self.ev.encode
+        pos = {v: i for i, v in enumerate(vars_)}
+
+        def fn(ids: list, vals: list) -> list:
+            out = []
+            for alt in _bind(x.binding, call(x.fn, [g(vals) for g in args])):
+                if any(k in pos and ids[pos[k]] != encode(k, v) for k, v in alt.items()):
+                    continue
+                out.append(tuple(ids) + tuple(encode(k, alt[k]) for k in new))
+            return out
+        return fn
+
+    # ------------------------------------------------------------------ rules
+    def _rule_call(self, x: RuleCall, c: Circuit, env: dict[str, Rel]) -> Rel:
+        if x.name not in self.rules:
+            raise QueryError(f"unknown rule {x.name} in {x}")
+        rel = env.get(x.name) or self.bring(self.rule_relation(x.name), c)
+        names, keep = [], []
+        for i, a in enumerate(x.args):
+            if isinstance(a, Var) and a.name not in names:
+                names.append(a.name)
+                keep.append(i)
+        checks = [(i, a) for i, a in enumerate(x.args)
+                  if not isinstance(a, (Var, Blank)) or (isinstance(a, Var)
+                                                         and x.args.index(a) != i)]
+
+        def fn(ids: list, vals: list) -> list:
+            for i, a in checks:
+                if isinstance(a, Var) and ids[i] != ids[x.args.index(a)]:
+                    return []
+                if isinstance(a, Const) and vals[i] != a.value:
+                    return []
+            return [tuple(ids[i] for i in keep)]
+        if not names:
+            raise Unsupported(f"rule call {x} binds no variable")
+        return self.row_map(rel, fn, names)
+
+    def rule_relation(self, name: str) -> Rel:
+        """The root stream of rule ``name``'s facts (its component compiled first)."""
+        if name in self._rule_rels:
+            return self._rule_rels[name]
+        ev = self.ev
+        ev.rules = self.rules  # _component/_deps read them
+        scc = ev._component(name)
+        for dep in sorted(ev._deps(scc) - scc):
+            self.rule_relation(dep)
+        defs = [r for n in sorted(scc) for r in self.rules[n]]
+        for r in defs:
+            for call_ in _negated_calls(r.body):
+                if call_.name in scc:
+                    raise QueryError(f"rule {r.name} negates {call_.name} through recursion in "
+                                     f"{r}; negation through recursion cannot be stratified")
+        recursive = len(scc) > 1 or name in ev._deps(scc)
+        if not recursive:
+            self._rule_rels[name] = self._rule_union(name, self.root, {})
+            self.notes.append(f"rule {name}: union of its bodies at the root")
+            return self._rule_rels[name]
+        child = self.root.child()
+        fbs = {n: child.delay(len(self.rules[n][0].params)) for n in sorted(scc)}
+        env = {n: Rel(fb, _positions(len(self.rules[n][0].params))) for n, fb in fbs.items()}
+        for n in sorted(scc):
+            facts = self._rule_union(n, child, env)
+            fbs[n].connect(facts.stream)
+            self._rule_rels[n] = Rel(child.export(facts.stream), facts.vars)
+        self.notes.append(f"rules {', '.join(sorted(scc))}: child circuit to a fixed point "
+                          "(distinct_trace, nested joins; retractions via traces)")
+        return self._rule_rels[name]
+
+    def _rule_union(self, name: str, c: Circuit, env: dict[str, Rel]) -> Rel:
+        parts = []
+        for r in self.rules[name]:
+            body = self.conj(r.body, None, c, env)
+            params = [v.name for v in r.params]
+            got = body.vars if body is not None else ()
+            missing = [v for v in params if v not in got]
+            if missing:
+                raise UnboundVariableError(r, missing, "bottom-up evaluation needs every head "
+                                           "variable bound by the rule body")
+            parts.append(Rel(self.project(body, params).stream, _positions(len(params))))
+        return self.distinct(self._union(parts))
+
+
+def _positions(n: int) -> tuple[str, ...]:
+    return tuple(f"#{i}" for i in range(n))
+
+
+def _arg_getters(args: tuple, vars_: tuple) -> list[Callable]:
+    out = []
+    for a in args:
+        if isinstance(a, Var):
+            i = vars_.index(a.name)
+            out.append(lambda vals, i=i: vals[i])
+        elif isinstance(a, Const):
+            out.append(lambda vals, v=a.value: v)
+        else:
+            raise Unsupported(f"argument {a}")
+    return out
+
+
+def compile_view(ev: Evaluator, query: Query, table: Table, rules: list[Rule]) -> CompiledView:
+    """Compile ``query`` into a circuit (not yet run); raises ``Unsupported``."""
+    return CompiledView(ev, query, table, rules)
+
+
+# ---------------------------------------------------------------------------- aggregates
+
+class Groups:
+    """Per-group state of an aggregate find: the group's rows and running integer sums.
+
+    ``apply(rows, weights)`` takes the change of the set of ``:find`` + ``:with`` rows
+    (decoded, with their id tuples) and returns the output rows removed and added; the
+    undo log lets a failed transaction put everything back.
+    """
+
+    def __init__(self, query: Query, cols: list[str]):
+        elems = query.find.elements
+        self.keys = [cols.index(e.var.name) for e in elems if not isinstance(e, FindAggregate)]
+        self.aggs = [(e.fn, e.args[0].value if len(e.args) == 2 else None, cols.index(e.var.name))
+                     for e in elems if isinstance(e, FindAggregate)]
+        self.layout = [isinstance(e, FindAggregate) for e in elems]
+        self.members: dict[tuple, dict[tuple, tuple]] = {}
+        self.sums: dict[tuple, list] = {}
+        self.out: dict[tuple, tuple] = {}
+
+    def rows(self) -> list[tuple]:
+        return list(self.out.values())
+
+    def apply(self, ids: list[tuple], values: list[tuple], weights: list[int]):
+        """Returns ``(removed, added, undo)``."""
+        touched: dict[tuple, tuple | None] = {}
+        log = []
+        for key, vals, w in zip(ids, values, weights):
+            g = tuple(vals[i] for i in self.keys)
+            if g not in touched:
+                touched[g] = self.out.get(g)
+            members = self.members.setdefault(g, {})
+            sums = self.sums.setdefault(g, [0] * len(self.aggs))
+            sign = 1 if w > 0 else -1
+            if sign > 0:
+                members[key] = vals
+            else:
+                del members[key]
+            log.append((g, key, vals, sign, list(sums)))
+            for j, (fn, _, pos) in enumerate(self.aggs):
+                x = vals[pos]
+                if fn in ("sum", "avg") and sums[j] is not None:
+                    sums[j] = sums[j] + sign * x if type(x) is int else None
+        removed, added = [], []
+        for g, old in touched.items():
+            new = self._row(g)
+            if new is None:
+                self.out.pop(g, None)
+            else:
+                self.out[g] = new
+            if old != new:
+                if old is not None:
+                    removed.append(old)
+                if new is not None:
+                    added.append(new)
+        return removed, added, (log, touched)
+
+    def _row(self, g: tuple) -> tuple | None:
+        members = self.members[g]
+        if not members:
+            del self.members[g]
+            del self.sums[g]
+            return None
+        vals, gi, ai = [], iter(g), iter(range(len(self.aggs)))
+        for is_agg in self.layout:
+            if not is_agg:
+                vals.append(next(gi))
+                continue
+            j = next(ai)
+            fn, n, pos = self.aggs[j]
+            s = self.sums[g][j]
+            if fn == "count":
+                vals.append(len(members))
+            elif fn == "sum" and s is not None:
+                vals.append(s)
+            elif fn == "avg" and s is not None:
+                vals.append(s / len(members))
+            else:
+                vals.append(aggregate(fn, n, [r[pos] for r in members.values()]))
+        return tuple(vals)
+
+    def undo(self, undo: Any) -> None:
+        log, touched = undo
+        for g, key, vals, sign, sums in reversed(log):
+            members = self.members.setdefault(g, {})
+            if sign > 0:
+                del members[key]
+            else:
+                members[key] = vals
+            self.sums[g] = sums
+        for g, old in touched.items():
+            if not self.members.get(g):
+                self.members.pop(g, None)
+                self.sums.pop(g, None)
+            if old is None:
+                self.out.pop(g, None)
+            else:
+                self.out[g] = old
