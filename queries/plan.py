@@ -6,7 +6,9 @@ multi-way generic join whose variable order ``choose_order`` picks from the atom
 run as filters at the first level where their variables are bound; the other clauses follow
 in order as operators (function, difference for ``not``, union for ``or``, fixed point for
 rule calls); then the ``:find`` projection and aggregation. A view of a conjunctive query is
-maintained by the telescoping delta rule, any other view by recomputation on change.
+maintained by the telescoping delta rule, any other view by the DBSP circuit that
+``queries.circuits`` compiles (or, for pull and database functions, by recomputation on
+change; the plan says which and why).
 
 Relies on ``queries.compile``; used by ``Database.explain``.
 
@@ -28,11 +30,25 @@ from __future__ import annotations
 from typing import Any
 
 from queries.ast import FindAggregate, FindPull, Pattern, Predicate, Query, free_vars
+from queries.circuits import Unsupported, compile_view
 from queries.compile import JoinPlan, bind_inputs
 from queries.functions import FUNCTIONS
+from wcoj.errors import QueryError
 from wcoj.generic_join import choose_order
 
 __all__ = ["explain"]
+
+
+def _view_plan(ev: Any, query: Query, table: Any, rules: list) -> list[str]:
+    """How a non-conjunctive view is maintained: its circuit's operators, or why not."""
+    try:
+        compiled = compile_view(ev, query, table, rules)
+    except Unsupported as e:
+        return [f"as a view: recompute when an attribute it reads changes ({e.reason})"]
+    except QueryError as e:
+        return [f"as a view: recompute when an attribute it reads changes ({e})"]
+    return (["as a view: incremental DBSP circuit over the attribute deltas"]
+            + [f"  circuit: {note}" for note in dict.fromkeys(compiled.notes)])
 
 
 def explain(db: Any, query: Query, inputs: tuple) -> str:
@@ -41,8 +57,10 @@ def explain(db: Any, query: Query, inputs: tuple) -> str:
     table, rules = bind_inputs(ev, query, inputs)
     lines = [f"query: {query.edn()}"]
     incremental = JoinPlan.eligible(query, table)
-    lines.append("as a view: " + ("incremental join (telescoping delta rule)" if incremental
-                                  else "recompute when an attribute it reads changes"))
+    if incremental:
+        lines.append("as a view: incremental join (telescoping delta rule)")
+    else:
+        lines.extend(_view_plan(ev, query, table, rules))
     if table.vars:
         lines.append(f"inputs: {' '.join(table.vars)}  ({len(table.rows)} rows)")
     patterns = [c for c in query.where if isinstance(c, Pattern)]

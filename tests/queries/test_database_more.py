@@ -47,7 +47,7 @@ def test_explain_names_order_sizes_and_operators(db):
                       '(not [?m :movie/year 1987]) (r ?p)]', '[[(r ?p) [_ :movie/director ?p]]]')
     assert "variable order:" in text and "~59 rows" in text and "~50 rows" in text
     assert "difference" in text and "rule fixed point" in text
-    assert "recompute" in text
+    assert "incremental DBSP circuit" in text  # was "recompute" before circuits
 
 
 def test_mutually_recursive_rules():

@@ -1,0 +1,161 @@
+"""Views compiled to circuits (rules, not, or, aggregates, functions) equal q after every
+transaction of random add/retract/cardinality-one streams, and a failed transaction changes
+no view (hypothesis over small domains, so facts collide and derivations cancel)."""
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from queries.database import Database
+from tests.queries.datalog_oracle import reachable
+from wcoj.errors import SchemaError
+
+N = 5
+nodes = st.integers(0, N - 1)
+graphs = st.frozensets(st.tuples(nodes, nodes), max_size=10)
+weights = st.dictionaries(nodes, st.integers(-2, 3), max_size=N)
+groups = st.dictionaries(nodes, st.integers(0, 1), max_size=N)
+snapshots = st.lists(st.tuples(graphs, weights, groups), min_size=1, max_size=5)
+
+SCHEMA = '''[{:db/ident :name :db/valueType :db.type/string :db/unique :db.unique/identity}
+             {:db/ident :edge :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}
+             {:db/ident :w :db/valueType :db.type/long}
+             {:db/ident :g :db/valueType :db.type/long}]'''
+RIGHT = '[[(reach ?a ?b) [?a :edge ?b]] [(reach ?a ?b) [?a :edge ?x] (reach ?x ?b)]]'
+LEFT = '[[(reach ?a ?b) [?a :edge ?b]] [(reach ?a ?b) (reach ?a ?x) [?x :edge ?b]]]'
+NONLINEAR = '[[(reach ?a ?b) [?a :edge ?b]] [(reach ?a ?b) (reach ?a ?x) (reach ?x ?b)]]'
+MUTUAL = '''[[(odd ?a ?b) [?a :edge ?b]] [(odd ?a ?b) (even ?a ?x) [?x :edge ?b]]
+             [(even ?a ?b) (odd ?a ?x) [?x :edge ?b]]]'''
+SAFE = '[[(reach ?a ?b) [?a :edge ?b]] [(reach ?a ?b) (reach ?a ?x) [?x :edge ?b]] ' \
+       '[(sink ?a) [?a :name _] (not [?a :edge _])]]'
+
+QUERIES = {
+    "reach-right": ('[:find ?a ?b :in $ % :where (reach ?a ?b)]', (RIGHT,)),
+    "reach-left": ('[:find ?a ?b :in $ % :where (reach ?a ?b)]', (LEFT,)),
+    "reach-nonlinear": ('[:find ?a ?b :in $ % :where (reach ?a ?b)]', (NONLINEAR,)),
+    "odd-paths": ('[:find ?a ?b :in $ % :where (odd ?a ?b)]', (MUTUAL,)),
+    "reach-sink": ('[:find ?a ?b :in $ % :where (reach ?a ?b) (sink ?b)]', (SAFE,)),
+    "unreached": ('[:find ?a ?b :in $ % :where [?a :name _] [?b :name _] '
+                  '(not (reach ?a ?b))]', (LEFT,)),
+    "one-way": ('[:find ?a ?b :where [?a :edge ?b] (not [?b :edge ?a])]', ()),
+    "no-out-heavy": ('[:find ?a :where [?a :w ?w] (not-join [?a ?w] [?a :edge ?b] [?b :w ?v] '
+                     '[(> ?v ?w)])]', ()),
+    "either": ('[:find ?a ?x :where [?a :name _] (or (and [?a :w ?x] [(> ?x 0)]) '
+               '[?a :g ?x])]', ()),
+    "either-join": ('[:find ?a :where [?a :name _] (or-join [?a] [?a :edge ?a] '
+                    '(and [?a :g 1] [?a :w _]))]', ()),
+    "count-sum": ('[:find ?g (count ?a) (sum ?w) :with ?a :where [?a :g ?g] [?a :w ?w]]', ()),
+    "stats": ('[:find ?g (min ?w) (max ?w) (median ?w) (count-distinct ?w) (avg ?w) :with ?a '
+              ':where [?a :g ?g] [?a :w ?w]]', ()),
+    "out-degree": ('[:find ?a (count ?b) :where [?a :edge ?b]]', ()),
+    "reach-count": ('[:find (count ?b) . :in $ % :where (reach ?a ?b)]', (LEFT,)),
+    "fn": ('[:find ?a ?d :where [?a :w ?w] [(* ?w 2) ?d] [(>= ?d 0)]]', ()),
+    "input-coll": ('[:find ?a ?w :in $ [?w ...] :where [?a :w ?w]]', ([0, 1, 3],)),
+    "input-scalar": ('[:find ?a :in $ ?g :where [?a :g ?g] (not [?a :w 0])]', (1,)),
+}
+
+
+def setup():
+    db = Database()
+    db.transact(SCHEMA)
+    r = db.transact([{":db/id": f"n{i}", ":name": f"n{i}"} for i in range(N)])
+    eid = {i: r.tempids[f"n{i}"] for i in range(N)}
+    views = {name: db.view(q, *inputs, name=name) for name, (q, inputs) in QUERIES.items()}
+    return db, eid, views
+
+
+def transaction(eid, before, after):
+    """The datoms that turn snapshot ``before`` into ``after`` (cardinality-one values are
+    replaced by adding the new value only)."""
+    (edges, w, g), (new_edges, new_w, new_g) = before, after
+    tx = [[":db/add", eid[a], ":edge", eid[b]] for a, b in new_edges - edges]
+    tx += [[":db/retract", eid[a], ":edge", eid[b]] for a, b in edges - new_edges]
+    for attr, old, new in ((":w", w, new_w), (":g", g, new_g)):
+        tx += [[":db/add", eid[a], attr, v] for a, v in new.items() if old.get(a) != v]
+        tx += [[":db/retract", eid[a], attr, v] for a, v in old.items() if a not in new]
+    return tx
+
+
+def test_views_compile_to_circuits():
+    _, _, views = setup()
+    assert {n: v.mode for n, v in views.items()} == {n: "circuit" for n in QUERIES}
+
+
+@settings(deadline=None, max_examples=40)
+@given(snapshots)
+@example([(frozenset({(0, 1), (1, 2), (2, 0)}), {0: 1}, {0: 1}),
+          (frozenset({(0, 1), (2, 0)}), {0: 2}, {0: 1}),
+          (frozenset(), {}, {})])
+def test_circuit_views_equal_q_after_every_transaction(stream):
+    db, eid, views = setup()
+    node = {e: i for i, e in eid.items()}
+    state = (frozenset(), {}, {})
+    for snap in stream:
+        before = {n: v.result() for n, v in views.items()}
+        report = db.transact(transaction(eid, state, snap))
+        state = snap
+        for name, v in views.items():
+            got = v.result()
+            assert got == db.q(QUERIES[name][0], *QUERIES[name][1]), name
+            if isinstance(got, set):
+                ch = report.views[name]
+                assert set(ch.added) == got - before[name], name
+                assert set(ch.removed) == before[name] - got, name
+        edges = set(state[0])
+        assert {tuple(node[x] for x in r) for r in views["reach-left"].result()} == \
+            reachable(edges)
+
+
+@settings(deadline=None, max_examples=15)
+@given(snapshots, st.integers(0, 4))
+def test_failed_transaction_changes_no_view(stream, bad_at):
+    db, eid, views = setup()
+    state = (frozenset(), {}, {})
+    for i, snap in enumerate(stream):
+        tx = transaction(eid, state, snap)
+        if i == bad_at % len(stream):
+            before = {n: v.result() for n, v in views.items()}
+            with pytest.raises(SchemaError):  # a string for a long, after valid datoms
+                db.transact(tx + [[":db/add", eid[0], ":w", "heavy"]])
+            assert {n: v.result() for n, v in views.items()} == before
+        db.transact(tx)
+        state = snap
+        for name, v in views.items():
+            assert v.result() == db.q(QUERIES[name][0], *QUERIES[name][1]), name
+
+
+def test_a_view_that_fails_mid_transaction_rolls_back_the_others():
+    db, eid, views = setup()
+    db.transact([[":db/add", eid[0], ":w", 2], [":db/add", eid[0], ":edge", eid[1]]])
+    div = db.view('[:find ?a ?q :where [?a :w ?w] [(quot 6 ?w) ?q]]', name="div")
+    before = {n: v.result() for n, v in db.views.items()}
+    snapshot = db.store.datoms.contents()
+    with pytest.raises(Exception, match="quot"):
+        db.transact([[":db/add", eid[1], ":edge", eid[2]], [":db/add", eid[1], ":w", 0]])
+    assert {n: v.result() for n, v in db.views.items()} == before
+    assert db.store.datoms.contents() == snapshot
+    db.transact([[":db/add", eid[1], ":edge", eid[2]], [":db/add", eid[1], ":w", 3]])
+    for name, v in db.views.items():
+        q = QUERIES.get(name, (v.query, v.inputs))
+        assert v.result() == db.q(q[0], *q[1]), name
+    assert div.result() == {(eid[0], 3), (eid[1], 2)}
+
+
+def test_retraction_removes_exactly_the_unsupported_facts():
+    db, eid, views = setup()
+    a, b, c, d = (eid[i] for i in range(4))
+    db.transact([[":db/add", a, ":edge", b], [":db/add", b, ":edge", c],
+                 [":db/add", a, ":edge", c], [":db/add", c, ":edge", d]])
+    r = db.transact([[":db/retract", b, ":edge", c]])
+    assert sorted(r.views["reach-left"].removed) == [(b, c), (b, d)]
+    assert r.views["reach-left"].added == []
+    r = db.transact([[":db/retract", a, ":edge", c]])
+    assert sorted(r.views["reach-left"].removed) == [(a, c), (a, d)]
+
+
+def test_explain_says_how_a_view_is_maintained():
+    db, _, _ = setup()
+    text = db.explain(*([QUERIES["reach-left"][0]] + list(QUERIES["reach-left"][1])))
+    assert "circuit" in text and "child circuit" in text
+    text = db.explain('[:find (pull ?a [:name]) :where [?a :w _] (not [?a :g 0])]')
+    assert "recompute" in text and "pull" in text
