@@ -159,3 +159,54 @@ def test_explain_says_how_a_view_is_maintained():
     assert "circuit" in text and "child circuit" in text
     text = db.explain('[:find (pull ?a [:name]) :where [?a :w _] (not [?a :g 0])]')
     assert "recompute" in text and "pull" in text
+
+
+# ---------------------------------------------------------------------------- bulk loading
+
+def test_load_datoms_equals_transact_and_maintains_views():
+    import numpy as np
+    db, eid, views = setup()
+    ref, bulk = setup()[0], db
+    e = np.array([eid[0], eid[1], eid[1], eid[2], eid[0]])
+    to = np.array([eid[1], eid[2], eid[2], eid[0], eid[3]])
+    bulk.load_datoms(e, ":edge", to)
+    bulk.load_datoms(np.array([eid[0], eid[1]]), np.array([":w", ":g"]), np.array([3, 1]))
+    ref.transact([[":db/add", a, ":edge", b] for a, b in zip(e.tolist(), to.tolist())])
+    ref.transact([[":db/add", eid[0], ":w", 3], [":db/add", eid[1], ":g", 1]])
+    bulk.load_datoms(np.array([eid[0], eid[2]]), ":w", np.array([5, 7]))  # replaces 3
+    ref.transact([[":db/add", eid[0], ":w", 5], [":db/add", eid[2], ":w", 7]])
+    for name, (q, inputs) in QUERIES.items():
+        assert views[name].result() == ref.q(q, *inputs) == bulk.q(q, *inputs), name
+    names = bulk.load_datoms(np.array([eid[3]]), ":name", np.array(["n3-renamed"]))
+    assert names.views["reach-left"].added == [] and bulk.q(
+        '[:find ?n . :in $ ?e :where [?e :name ?n]]', eid[3]) == "n3-renamed"
+
+
+def test_load_datoms_errors_change_nothing():
+    import numpy as np
+    db, eid, views = setup()
+    before = {n: v.result() for n, v in views.items()}
+    datoms = db.store.datoms.contents()
+    with pytest.raises(SchemaError, match="cardinality-one"):
+        db.load_datoms(np.array([eid[0], eid[0]]), ":w", np.array([1, 2]))
+    with pytest.raises(SchemaError, match="unique"):
+        db.load_datoms(np.array([eid[0]]), ":name", np.array(["n1"]))
+    with pytest.raises(SchemaError, match="does not match"):
+        db.load_datoms(np.array([eid[0]]), ":name", np.array([1.5]))
+    assert db.store.datoms.contents() == datoms
+    assert {n: v.result() for n, v in views.items()} == before
+
+
+def test_load_edges_from_an_int64_array():
+    import numpy as np
+    from queries.database import Database
+    rng = np.random.default_rng(0)
+    edges = rng.integers(1, 30, (200, 2))
+    db = Database()
+    rules = '[[(r ?a ?b) [?a :edge/to ?b]] [(r ?a ?b) (r ?a ?x) [?x :edge/to ?b]]]'
+    db.load_edges(edges[:100])
+    view = db.view('[:find ?a ?b :in $ % :where (r ?a ?b)]', rules)
+    db.load_edges(edges[100:])
+    assert view.result() == reachable({tuple(x) for x in edges.tolist()})
+    r = db.transact([{":db/id": "new", ":edge/to": 1}])
+    assert r.tempids["new"] > int(edges.max())
