@@ -34,7 +34,6 @@ __all__ = [
     "count_last_level",
     "find_in_ranges",
     "count_last_level_parallel",
-    "extend_pair",
     "count_pair",
     "count_pair_parallel",
     "narrow_ranges",
@@ -285,53 +284,6 @@ def count_last_level_parallel(vals, lo, hi, atom_start, part_weights, row_weight
 # Two-part fast path. When exactly two parts take part in a level (two atoms of one run
 # each, the common case of a batch join), passing both arrays directly avoids indexing a
 # tuple of arrays per candidate, and each row picks a merge or a gallop by size ratio.
-
-
-@njit(cache=True, nogil=True)
-def _pair_row(va, la, ha, vb, lb, hb, emit_parent, emit_val, emit_ha, emit_hb, r, n_out, write):
-    na, nb = ha - la, hb - lb
-    if na == 0 or nb == 0:
-        return n_out
-    if na > nb:  # walk the smaller side, search the larger
-        va, la, ha, vb, lb, hb = vb, lb, hb, va, la, ha
-        swapped = True
-    else:
-        swapped = False
-    i, j = la, lb
-    gallop = (hb - lb) >= GALLOP_RATIO * (ha - la)
-    while i < ha and j < hb:
-        x = va[i]
-        if gallop:
-            j = gallop_geq(vb, j, hb, x)
-            if j >= hb:
-                break
-        else:
-            while j < hb and vb[j] < x:
-                j += 1
-            if j >= hb:
-                break
-        if vb[j] == x:
-            if write:
-                emit_parent[n_out] = r
-                emit_val[n_out] = x
-                if swapped:
-                    emit_ha[n_out], emit_hb[n_out] = j, i
-                else:
-                    emit_ha[n_out], emit_hb[n_out] = i, j
-            n_out += 1
-            j += 1
-        i += 1
-    return n_out
-
-
-@njit(cache=True, nogil=True)
-def extend_pair(va, lo_a, hi_a, vb, lo_b, hi_b, out_parent, out_val, out_ha, out_hb):
-    """``extend_level`` for two single-part atoms; ``out_ha``/``out_hb`` are the positions in each."""
-    n_out = 0
-    for r in range(lo_a.shape[0]):
-        n_out = _pair_row(va, lo_a[r], hi_a[r], vb, lo_b[r], hi_b[r], out_parent, out_val,
-                          out_ha, out_hb, r, n_out, True)
-    return n_out
 
 
 @njit(cache=True, nogil=True)
