@@ -115,6 +115,7 @@ class Graph:
         self.active = {self.primary}
         self.views: dict[str, GraphView] = {}
         self.n_ticks = 0
+        self._n_edges = 0  # maintained per tick, so n_edges is O(1)
 
     def __repr__(self) -> str:
         return f"Graph(directed={self.directed}, edges={self.n_edges}, views={list(self.views)})"
@@ -122,7 +123,7 @@ class Graph:
     @property
     def n_edges(self) -> int:
         """Edges of the simple graph (directed: arcs; undirected: unordered pairs)."""
-        return self.relations[self.primary].contents().total()
+        return self._n_edges
 
     # ------------------------------------------------------------------ loading
     def load_edges(self, edges) -> None:
@@ -134,7 +135,9 @@ class Graph:
         arr = arr[arr[:, 0] != arr[:, 1]]
         if not self.directed:
             arr = np.sort(arr, axis=1)
-        self.relations[self.primary].load(ZSet.from_arrays(arr, arity=2).distinct())
+        primary = ZSet.from_arrays(arr, arity=2).distinct()
+        self.relations[self.primary].load(primary)
+        self._n_edges = len(primary)
         for name in self.active - {self.primary}:
             self.relations[name].load(self._derive(name))
 
@@ -253,6 +256,7 @@ class Graph:
             v.count += counts[name]
             v.last_change = changes[name]
         self.n_ticks += 1
+        self._n_edges += delta.total()
         return Tick(delta, changes, time.perf_counter() - t0)
 
     def edges(self) -> I64:
