@@ -19,6 +19,8 @@ from wcoj.indexed import IndexedZSet
 from wcoj.zset import ZSet, consolidate
 from wcoj.trace import Trace
 from wcoj.circuit import Circuit, Operator, Schema, Stream
+from wcoj.generic_join import Atom, IncrementalGenericJoin, generic_join
+from wcoj.multiway import MultiwayJoin
 
 __all__ = [
     "ZSet",
@@ -29,6 +31,10 @@ __all__ = [
     "Stream",
     "Schema",
     "Operator",
+    "Atom",
+    "generic_join",
+    "IncrementalGenericJoin",
+    "MultiwayJoin",
     "WcojError",
     "QueryError",
     "InputError",
