@@ -76,6 +76,9 @@ class Rel:
     def __repr__(self) -> str:
         return f"Rel({' '.join(self.vars)})"
 
+    def renamed(self, vars_: Iterable[str]) -> Rel:
+        return Rel(self.stream, vars_)
+
 
 # ---------------------------------------------------------------------------- operators
 
@@ -409,6 +412,11 @@ class CompiledView:
             return [tuple(ids[i] for i in keep)]
         if not names:
             raise Unsupported(f"rule call {x} binds no variable")
+        if not checks:  # plain variables and blanks: a rename or a vectorised projection
+            if keep == list(range(len(x.args))):
+                return Rel(rel.stream, names)
+            return self.project(Rel(rel.stream, [f"#{i}" for i in range(len(x.args))]),
+                                [f"#{i}" for i in keep]).renamed(names)
         return self.row_map(rel, fn, names)
 
     def rule_relation(self, name: str) -> Rel:

@@ -15,9 +15,13 @@ everything committed; any error rolls all of it back and leaves the database and
 as they were.
 
 Views (``Database.view``) of conjunctive queries are ``IncrementalGenericJoin`` deltas (work
-proportional to the change); other views (``not``, ``or``, rules, aggregates, functions,
-pull, collection inputs) are recomputed on the staged state when a transaction touches an
-attribute they read, and their change is the difference of the two results.
+proportional to the change). Views with ``not``, ``or``, rules (recursive too), aggregates,
+functions or collection inputs are DBSP circuits compiled by ``queries.circuits`` and
+stepped with each transaction's per-attribute deltas; a failed transaction restores their
+state. Only pull in ``:find`` and the database functions (``get-else``, ``missing?``,
+``get-some``) still make a view recompute on the staged state when a transaction touches an
+attribute it reads (``View.fallback`` says why). ``load_datoms``/``load_edges`` take numpy
+arrays as one transaction, without a Python loop per datom.
 
 Relies on ``indexes.eav``, ``queries.compile``, ``queries.parse``; the user-facing facade.
 
