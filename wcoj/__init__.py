@@ -19,7 +19,7 @@ from wcoj.indexed import IndexedZSet
 from wcoj.zset import ZSet, consolidate
 from wcoj.trace import Trace
 from wcoj.circuit import Circuit, Operator, Schema, Stream
-from wcoj.generic_join import Atom, IncrementalGenericJoin, generic_join
+from wcoj.generic_join import Atom, IncrementalGenericJoin
 from wcoj.multiway import MultiwayJoin
 
 __all__ = [
@@ -32,7 +32,6 @@ __all__ = [
     "Schema",
     "Operator",
     "Atom",
-    "generic_join",
     "IncrementalGenericJoin",
     "MultiwayJoin",
     "WcojError",

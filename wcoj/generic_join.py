@@ -101,8 +101,6 @@ class _Level:
     atoms: list[int]                       # atoms containing var
     filters: list = field(default_factory=list)      # (columns, fn) first decidable here
     bounds: list = field(default_factory=list)       # (column, upper): var > col / var < col
-    parts: list[int] = field(default_factory=list)   # global part ids, grouped by atom
-    atom_start: I64 | None = None
     depth: list[int] = field(default_factory=list)   # per participating atom: its column index
     last: list[bool] = field(default_factory=list)   # per participating atom: last column?
 
@@ -228,9 +226,11 @@ class _TrieRun:
             self.parts.extend(ps)
         self.atoms, self.plan = atoms, plan
         self.empty = any(not ps for ps in self.atom_parts)  # an atom with no rows: no result
-        for lv in plan:
-            lv.parts = [q for i in lv.atoms for q in self.atom_parts[i]]
-            lv.atom_start = np.cumsum([0] + [len(self.atom_parts[i]) for i in lv.atoms]).astype(np.int64)
+        # per level: the parts taking part (grouped by atom) and where each atom's start;
+        # kept here, not on the (cacheable, data-independent) plan
+        self.lv_parts = [[q for i in lv.atoms for q in self.atom_parts[i]] for lv in plan]
+        self.lv_atom_start = [np.cumsum([0] + [len(self.atom_parts[i]) for i in lv.atoms]).astype(np.int64)
+                              for lv in plan]
 
     def start(self) -> tuple[I64, I64, I64, I64]:
         """One empty prefix; per part, the range under the atom's constants."""
@@ -250,7 +250,8 @@ class _TrieRun:
     def blocks(self, level: int, bound: I64, w: I64, LO: I64, HI: I64,
                count_only: bool) -> Iterator[tuple[I64, I64] | int]:
         lv = self.plan[level]
-        S = lv.parts
+        S = self.lv_parts[level]
+        atom_start = self.lv_atom_start[level]
         vals = tuple(self.parts[q].values[lv.depth[k]] for k, i in enumerate(lv.atoms)
                      for q in self.atom_parts[i])
         lo = np.ascontiguousarray(LO[:, S])
@@ -262,7 +263,7 @@ class _TrieRun:
                 narrow_ranges(vals[c], lc, hc, b, upper)
                 lo[:, c], hi[:, c] = lc, hc
         sizes = hi - lo
-        per_atom = np.add.reduceat(sizes, lv.atom_start[:-1], axis=1) if S else sizes
+        per_atom = np.add.reduceat(sizes, atom_start[:-1], axis=1) if S else sizes
         cap = per_atom.min(axis=1)
         final = level == len(self.plan) - 1
         if final and count_only and len(lv.filters) == len(lv.bounds):
@@ -275,7 +276,7 @@ class _TrieRun:
                              vals[1], lo[:, 1].copy(), hi[:, 1].copy(), pw[1], w, sums)
             else:
                 kernel = count_last_level_parallel if big else count_last_level
-                bad = kernel(vals, lo, hi, lv.atom_start, pw, w, sums)
+                bad = kernel(vals, lo, hi, atom_start, pw, w, sums)
             if bad >= 0:
                 raise WeightOverflowError(f"the weighted count under prefix {bound[bad].tolist()} does not fit in int64")
             yield _checked_total(sums)
@@ -293,7 +294,7 @@ class _TrieRun:
             start = stop
 
     def _slice(self, level, lv, vals, bound, w, LO, HI, lo, hi, cap, count_only):
-        n_parts = len(lv.parts)
+        n_parts = len(self.lv_parts[level])
         offs, leafw, is_last = [], [], np.zeros(n_parts, dtype=np.int64)
         q_local = 0
         for k, i in enumerate(lv.atoms):
@@ -312,8 +313,9 @@ class _TrieRun:
         NLO = np.empty((cap, P), dtype=np.int64)
         NHI = np.empty((cap, P), dtype=np.int64)
         nw = np.empty(cap, dtype=np.int64)
-        m = extend_frontier(vals, tuple(offs), tuple(leafw), is_last, np.asarray(lv.parts, dtype=np.int64),
-                            lv.atom_start, np.ascontiguousarray(LO), np.ascontiguousarray(HI), lo, hi,
+        m = extend_frontier(vals, tuple(offs), tuple(leafw), is_last,
+                            np.asarray(self.lv_parts[level], dtype=np.int64),
+                            self.lv_atom_start[level], np.ascontiguousarray(LO), np.ascontiguousarray(HI), lo, hi,
                             np.ascontiguousarray(bound), w, nb, NLO, NHI, nw)
         if m < 0:
             raise WeightOverflowError(f"a weight product under prefix {bound[-1 - m].tolist()} does not fit in int64")
@@ -386,7 +388,7 @@ def _generic_blocks(atoms: Sequence[Atom], plan: list[_Level], count_only: bool)
 
 def generic_join(atoms: Sequence[Atom], order: Sequence[str], output: Sequence[str] | None = None,
                  count_only: bool = False, fused: bool | None = None,
-                 filters: Sequence[tuple[Sequence[str], object]] = ()) -> ZSet | int:
+                 filters: Sequence[tuple[Sequence[str], object]] = (), plan: list | None = None) -> ZSet | int:
     """Evaluate ``A1 ⋈ ... ⋈ An`` with Generic Join in variable order ``order``.
 
     Parameters
@@ -409,7 +411,8 @@ def generic_join(atoms: Sequence[Atom], order: Sequence[str], output: Sequence[s
     WeightOverflowError : a weight product or sum does not fit in int64.
     """
     order = list(order)
-    plan = _plan(atoms, order, filters)
+    if plan is None:  # callers that run the same query every tick pass their cached plan
+        plan = _plan(atoms, order, filters)
     if fused is None:
         fused = all(hasattr(a.extender, "trie_parts") for a in atoms)
     if not atoms:
@@ -471,23 +474,37 @@ class IncrementalGenericJoin:
             if set(o[: len(varlists[i])]) != set(varlists[i]):
                 raise QueryError(f"term {i}'s order {o} must start with its delta atom's variables {varlists[i]}")
         self.batch_order = list(batch_order) if batch_order else choose_order(varlists)
+        self._specs: dict = {}
 
-    def _atoms_for(self, kinds: Sequence[str], order: Sequence[str]) -> list[Atom]:
-        pos = {v: i for i, v in enumerate(order)}
-        out = []
-        for (src, terms), kind in zip(self.atoms, kinds):
-            idx = list(range(len(terms)))
-            consts = [j for j in idx if not _is_var(terms[j])]
-            vars_ = sorted((j for j in idx if _is_var(terms[j])), key=lambda j: pos[terms[j]])
-            cols = tuple(consts + vars_)
-            out.append(Atom(src.view(kind, cols), tuple(terms[j] for j in cols)))
-        return out
+    def _spec(self, kinds: tuple[str, ...], order: tuple[str, ...]):
+        """Per atom ``(source, kind, columns, terms in column order)`` and the join plan; cached."""
+        key = (kinds, order)
+        if key not in self._specs:
+            pos = {v: i for i, v in enumerate(order)}
+            spec = []
+            for (src, terms), kind in zip(self.atoms, kinds):
+                consts = [j for j in range(len(terms)) if not _is_var(terms[j])]
+                vars_ = sorted((j for j in range(len(terms)) if _is_var(terms[j])), key=lambda j: pos[terms[j]])
+                cols = tuple(consts + vars_)
+                spec.append((src, kind, cols, tuple(terms[j] for j in cols)))
+            probe = [Atom(_Shape(len(t)), t) for _, _, _, t in spec]   # validates once
+            self._specs[key] = (spec, _plan(probe, order, self.filters))
+        return self._specs[key]
+
+    def atoms_for(self, kinds: Sequence[str], order: Sequence[str]) -> list[Atom]:
+        """The join atoms of one term: atom ``i`` over view ``kinds[i]``, columns in ``order``."""
+        spec, _ = self._spec(tuple(kinds), tuple(order))
+        return [Atom(src.view(kind, cols), terms) for src, kind, cols, terms in spec]
+
+    def _run(self, kinds: tuple[str, ...], order: tuple[str, ...], count_only: bool):
+        _, plan = self._spec(kinds, order)
+        atoms = self.atoms_for(kinds, order)
+        return generic_join(atoms, order, self.output, count_only=count_only,
+                            filters=self.filters, plan=plan)
 
     def batch(self, kind: str = "prev", count_only: bool = False) -> ZSet | int:
         """The whole result over one view of every source (``prev`` by default)."""
-        atoms = self._atoms_for([kind] * len(self.atoms), self.batch_order)
-        return generic_join(atoms, self.batch_order, self.output, count_only=count_only,
-                            filters=self.filters)
+        return self._run((kind,) * len(self.atoms), tuple(self.batch_order), count_only)
 
     def delta(self, count_only: bool = False) -> ZSet | int:
         """ΔQ for the staged tick: one generic join per atom whose delta is not empty."""
@@ -496,13 +513,18 @@ class IncrementalGenericJoin:
         for i in range(n):
             if self.atoms[i][0].delta_is_empty():
                 continue
-            kinds = ["curr"] * i + ["delta"] + ["prev"] * (n - i - 1)
-            atoms = self._atoms_for(kinds, self.orders[i])
-            results.append(generic_join(atoms, self.orders[i], self.output, count_only=count_only,
-                                        filters=self.filters))
+            kinds = ("curr",) * i + ("delta",) + ("prev",) * (n - i - 1)
+            results.append(self._run(kinds, tuple(self.orders[i]), count_only))
         if count_only:
             return _checked_total(np.array(results, dtype=np.int64))
         out = ZSet.empty(len(self.output))
         for r in results:
             out = out + r
         return out
+
+
+class _Shape:
+    """A stand-in extender of a given arity, for validating atoms before any data exists."""
+
+    def __init__(self, arity: int):
+        self.arity = arity

@@ -346,7 +346,7 @@ def _first_level_only_delta(join):
         if first not in join.atoms[i][1]:
             continue
         kinds = ["curr"] * i + ["delta"] + ["prev"] * (n - i - 1)
-        atoms = join._atoms_for(kinds, join.orders[i])
+        atoms = join.atoms_for(kinds, join.orders[i])
         out = out + generic_join(atoms, join.orders[i], join.output)
     return out
 
