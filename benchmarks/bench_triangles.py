@@ -45,7 +45,10 @@ def header(name: str, seed: int) -> None:
     except OSError:
         commit = "?"
     import numba
-    print(f"{name}  commit={commit} numpy={np.__version__} numba={numba.__version__} seed={seed}")
+    import os
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"{name}  commit={commit} numpy={np.__version__} numba={numba.__version__} seed={seed} "
+          f"loadavg={load} cores={os.cpu_count()}")
 
 
 def timed(fn, repeat: int):
