@@ -27,8 +27,8 @@ folded into a new base (union, group by row, sum the weights, drop zeros, repart
 cell, persist). The base side of the per-tick cogroup keeps its partitioning, so Spark
 shuffles only the log and the delta. Before the cogroup the base is cut down to the cells
 the delta reaches and, per atom, to the tuples that share a value with the delta on a
-common variable (a broadcast ``IN`` filter; skipped for atoms some delta atom shares no
-variable with, e.g. the opposite edges of a 4-cycle).
+common variable (broadcast joins with the delta's values; skipped for atoms some delta
+atom shares no variable with, e.g. the opposite edges of a 4-cycle).
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from queries.spark.hypercube import (
     compute_shares,
     default_cells,
     ensure_python_workers,
+    frame_of,
     result_schema,
     route,
 )
@@ -60,9 +61,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
     from pyspark.sql import DataFrame
 
-__all__ = ["DistributedDelta", "graph_delta", "EdgeSet", "SEMIJOIN_LIMIT"]
-
-SEMIJOIN_LIMIT = 50_000  # distinct delta values per variable up to which the base is pre-filtered
+__all__ = ["DistributedDelta", "graph_delta", "EdgeSet"]
 
 
 def _concat(parts: Sequence[tuple]) -> tuple:
@@ -260,9 +259,11 @@ class DistributedDelta:
         """The base rows that can meet this tick's delta (keeps the base's partitioning).
 
         Cells the delta does not reach are dropped. Atom ``j``'s tuple is kept when some
-        delta atom ``i != j`` shares no variable with it, or when it agrees with one of
-        ``i``'s delta tuples' values on every shared variable (checked per variable: a
-        superset, which is all the rule needs).
+        delta atom ``i != j`` shares no variable with it, or when one of its variables
+        takes a value that a delta atom ``i != j`` holding that variable has (a superset
+        of the tuples the rule can join, which is all it needs). The values travel as
+        small broadcast tables joined on ``(atom, c_p)``, one per column position ``p``:
+        a broadcast join keeps the base's partitioning by cell, so it is not shuffled.
         """
         from pyspark.sql import functions as F
 
@@ -270,32 +271,38 @@ class DistributedDelta:
         atom, keys, _ = _table_arrays(routed, q.width)
         cells = np.unique(routed.column("cell").to_numpy()).tolist()
         delta_atoms = np.unique(atom).tolist()
-        values: dict[tuple[int, str], list[int]] = {}
+        by_var = {}
         for i in delta_atoms:
             for j, v in enumerate(q.atom_variables(i)):
-                values[(i, v)] = np.unique(keys[atom == i, j]).tolist()
-        too_many = any(len(s) > SEMIJOIN_LIMIT for s in values.values())
-        keep = None
+                by_var.setdefault(v, []).append((i, np.unique(keys[atom == i, j])))
+        keep_all, allowed = [], [[] for _ in range(q.width)]
         for j in range(len(q.atoms)):
             vj = q.atom_variables(j)
-            cond = None
-            for i in delta_atoms:
-                if i == j:
-                    continue
-                shared = [v for v in q.atom_variables(i) if v in vj]
-                if not shared or too_many:
-                    cond = F.lit(True)
-                    break
-                c = None
-                for v in shared:
-                    term = F.col(f"c{vj.index(v)}").isin(values[(i, v)])
-                    c = term if c is None else c & term
-                cond = c if cond is None else cond | c
-            if cond is None:  # only atom j changed: its own base is not read (ΔAj alone)
-                cond = F.lit(False)
-            clause = (F.col("atom") == j) & cond
-            keep = clause if keep is None else keep | clause
-        return self.base.filter(F.col("cell").isin(cells) & keep)
+            if any(i != j and not set(vj) & set(q.atom_variables(i)) for i in delta_atoms):
+                keep_all.append(j)
+                continue
+            for p, v in enumerate(vj):
+                vals = [x for i, x in by_var.get(v, []) if i != j]
+                if vals:
+                    allowed[p].append((j, np.unique(np.concatenate(vals))))
+        base = self.base.filter(F.col("cell").isin(cells)) if len(cells) < self.grid.n_cells \
+            else self.base
+        flags = [F.col("atom").isin(keep_all)] if keep_all else []
+        for p, parts in enumerate(allowed):
+            if not parts:
+                continue
+            table = frame_of(self.spark, np.concatenate([np.column_stack(
+                [np.full(len(vals), j), vals]) for j, vals in parts]),
+                names=(f"_a{p}", f"_v{p}"))
+            base = base.join(F.broadcast(table), (F.col("atom") == F.col(f"_a{p}"))
+                             & (F.col(f"c{p}") == F.col(f"_v{p}")), "left")
+            flags.append(F.col(f"_v{p}").isNotNull())
+        if not flags:  # only atoms that changed alone: no base row is read
+            return base.limit(0)
+        keep = flags[0]
+        for f in flags[1:]:
+            keep = keep | f
+        return base.filter(keep).select(*self.keys, WEIGHT)
 
 
 # ---------------------------------------------------------------------- graphs
