@@ -132,6 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--strict", action="store_true", help="stop at the first malformed line")
     graph.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS,
                        help="no progress messages on stderr")
+    graph.add_argument("--master", default=argparse.SUPPRESS,
+                       help="Spark master URL (default $WCOJ_SPARK_MASTER or local[*])")
     count = sub.add_parser(
         "count", parents=[graph], formatter_class=argparse.RawDescriptionHelpFormatter,
         help="count a pattern with a distributed worst-case optimal join",
