@@ -8,8 +8,10 @@ Run ``python -m benchmarks.bench_spark`` (all sections) or pick with ``--section
   e3 ON e3.src = e1.dst AND e3.dst = e2.dst``), on ego-Twitter (``../shared/data/graphs``
   when present) and on the skewed family of ``benchmarks.bench_triangles`` (a clique of
   ~sqrt(m) vertices plus a star of m/2 edges, hub in the middle of the ids). Wall time
-  and shuffle bytes (written and read), summed over the stages each query ran, read
-  from the driver's status store (``AppStatusStore``, live even with the UI off).
+  and shuffle bytes written, summed over the stages each query ran, read from the
+  driver's status store (``AppStatusStore``, live even with the UI off). When Spark
+  broadcasts the edge table (small inputs, under ``autoBroadcastJoinThreshold``) the
+  binary plan shuffles nothing, and its broadcast bytes are not counted.
 * ``ticks``: per-tick distributed deltas (:class:`queries.spark.delta.DistributedDelta`)
   against a distributed recomputation of the count over the updated graph, for ticks
   of ``--tick-sizes`` changes (90% inserts, 10% deletes) on a power-law graph of
