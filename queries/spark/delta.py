@@ -50,7 +50,6 @@ from queries.spark.hypercube import (
     _table_arrays,
     compute_shares,
     default_cells,
-    ensure_python_workers,
     frame_of,
     result_schema,
     route,
@@ -133,7 +132,6 @@ class DistributedDelta:
             raise InputError(f"compact_every must be at least 1, got {compact_every}")
         self.query = query
         self.spark = next(iter(relations.values())).sparkSession
-        ensure_python_workers(self.spark)
         if shares is None:
             shares = compute_shares(query, n_cells or default_cells(self.spark))
         self.grid = Grid({v: int(shares.get(v, 1)) for v in query.variables})

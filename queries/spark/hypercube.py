@@ -430,18 +430,6 @@ def result_schema(query: JoinQuery, count_only: bool, with_cell: bool = False) -
     return ", ".join(cols + [f"{WEIGHT} BIGINT"])
 
 
-def ensure_python_workers(spark: SparkSession) -> None:
-    """Run Python workers with this interpreter on a local master.
-
-    PySpark takes the workers' interpreter from ``$PYSPARK_PYTHON`` (default ``python3``
-    on ``PATH``), not from ``spark.pyspark.python``; outside an activated virtualenv that
-    is an interpreter without our packages. Other masters keep their configuration.
-    """
-    sc = spark.sparkContext
-    if "PYSPARK_PYTHON" not in os.environ and sc.master.startswith("local"):
-        sc.pythonExec = sys.executable
-
-
 def hypercube_join(
     query: JoinQuery,
     relations: Mapping[str, DataFrame],
@@ -484,7 +472,6 @@ def hypercube_join(
     if not relations:
         raise InputError("no relations given")
     spark = next(iter(relations.values())).sparkSession
-    ensure_python_workers(spark)
     if shares is None:
         shares = compute_shares(query, n_cells or default_cells(spark), sizes)
     shares = {v: int(shares.get(v, 1)) for v in query.variables}

@@ -287,6 +287,11 @@ def get_session(
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+    if master.startswith("local") and "PYSPARK_PYTHON" not in os.environ:
+        # PySpark starts its Python workers with $PYSPARK_PYTHON (default: python3 on PATH),
+        # not spark.pyspark.python; outside an activated virtualenv that interpreter lacks
+        # pyarrow and our packages. Local workers run here, so use this interpreter.
+        sc.pythonExec = sys.executable
     sc.setLogLevel("ERROR")
     spark = SparkSession(sc)
     spark._wcoj_tmpdir = tmp
