@@ -39,6 +39,26 @@ def _ro(a: np.ndarray) -> np.ndarray:
     return a
 
 
+DENSE_SPAN = 4  # keep a direct index of level 0 when its value span is at most 4x its size
+
+
+def _directory(level0: I64) -> tuple[I64, int]:
+    """``(dense0, base0)``: position of each level-0 value by ``value - base0`` (-1 if absent).
+
+    Built only when the span of the values is at most ``DENSE_SPAN`` times their number
+    (interned ids usually are), so a lookup of a whole frontier's values in level 0 is one
+    array access each instead of a search; otherwise an empty directory.
+    """
+    n = level0.shape[0]
+    if n < 64 or int(level0[-1]) - int(level0[0]) + 1 > DENSE_SPAN * n:
+        return np.zeros(0, dtype=np.int64), 0
+    base = int(level0[0])
+    dense = np.full(int(level0[-1]) - base + 1, -1, dtype=np.int64)
+    dense[level0 - base] = np.arange(n, dtype=np.int64)
+    dense.flags.writeable = False
+    return dense, base
+
+
 class Trie:
     """A consolidated Z-set stored level by level.
 
@@ -54,7 +74,7 @@ class Trie:
         self.weights = _ro(weights)
         self.arity = arity
         self.n_rows = int(self.weights.shape[0])
-        self.arrays = TrieArrays(self.values, self.offsets, self.weights)
+        self.arrays = TrieArrays(self.values, self.offsets, self.weights, *_directory(self.values[0]))
 
     @classmethod
     def from_zset(cls, z: ZSet) -> Trie:

@@ -39,6 +39,10 @@ class TrieArrays(NamedTuple):
     values: tuple[I64, ...]
     offsets: tuple[I64, ...]
     weights: I64
+    #: optional direct index of level 0: ``dense0[x - base0]`` is the position of value
+    #: ``x`` in ``values[0]`` or -1 (CSR row pointers, when level 0 is dense enough)
+    dense0: I64 = np.zeros(0, dtype=np.int64)
+    base0: int = 0
 
 
 @runtime_checkable

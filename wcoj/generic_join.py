@@ -40,7 +40,7 @@ import numpy.typing as npt
 from wcoj.errors import ArityMismatchError, QueryError, UnboundVariableError, WeightOverflowError
 from wcoj.extenders import IncrementalSource, PrefixExtender, descend
 from wcoj.kernels import weights as wk
-from wcoj.kernels.frontier import extend_frontier
+from wcoj.kernels.frontier import extend_frontier, extend_frontier_pair
 from wcoj.kernels.intersect import (
     count_last_level,
     count_last_level_parallel,
@@ -54,6 +54,7 @@ __all__ = ["Atom", "generic_join", "IncrementalGenericJoin", "choose_order", "SL
 
 I64 = npt.NDArray[np.int64]
 SLICE_ROWS = 1 << 21  # upper bound on candidate rows materialised per slice
+_NO_DIR = np.zeros(0, dtype=np.int64)
 PARALLEL_ROWS = 50_000  # count the last level on all cores above this many frontier rows
 
 
@@ -313,10 +314,19 @@ class _TrieRun:
         NLO = np.empty((cap, P), dtype=np.int64)
         NHI = np.empty((cap, P), dtype=np.int64)
         nw = np.empty(cap, dtype=np.int64)
-        m = extend_frontier(vals, tuple(offs), tuple(leafw), is_last,
-                            np.asarray(self.lv_parts[level], dtype=np.int64),
-                            self.lv_atom_start[level], np.ascontiguousarray(LO), np.ascontiguousarray(HI), lo, hi,
-                            np.ascontiguousarray(bound), w, nb, NLO, NHI, nw)
+        cols = self.lv_parts[level]
+        LO, HI, bound = np.ascontiguousarray(LO), np.ascontiguousarray(HI), np.ascontiguousarray(bound)
+        if n_parts == 2 and len(lv.atoms) == 2:  # two single-run atoms: no tuple indexing
+            dirs = []
+            for k, i in enumerate(lv.atoms):  # level-0 directories (CSR row pointers)
+                t = self.parts[self.atom_parts[i][0]]
+                dirs += [t.dense0, t.base0] if lv.depth[k] == 0 else [_NO_DIR, 0]
+            m = extend_frontier_pair(vals[0], offs[0], leafw[0], bool(is_last[0]), cols[0],
+                                     vals[1], offs[1], leafw[1], bool(is_last[1]), cols[1],
+                                     LO, HI, lo, hi, bound, w, nb, NLO, NHI, nw, *dirs)
+        else:
+            m = extend_frontier(vals, tuple(offs), tuple(leafw), is_last, np.asarray(cols, dtype=np.int64),
+                                self.lv_atom_start[level], LO, HI, lo, hi, bound, w, nb, NLO, NHI, nw)
         if m < 0:
             raise WeightOverflowError(f"a weight product under prefix {bound[-1 - m].tolist()} does not fit in int64")
         nb, NLO, NHI, nw = nb[:m], NLO[:m], NHI[:m], nw[:m]

@@ -70,3 +70,53 @@ def test_extend_frontier_reports_an_overflowing_row():
                         np.array([0, 1, 2], I64), lo, hi, lo, hi, np.zeros((1, 0), I64),
                         np.ones(1, I64), *out)
     assert m == -1   # row 0: 2**62 * 2**62 does not fit
+
+
+@given(st.data())
+def test_extend_frontier_pair_equals_the_general_kernel(data):
+    """Two atoms of one part each, with or without level-0 directories, as extend_frontier."""
+    from indexes.trie import _directory
+    from wcoj.kernels.frontier import extend_frontier_pair
+
+    dom = st.integers(0, data.draw(st.sampled_from([8, 40, 200])))
+    vals = tuple(np.array(sorted(data.draw(st.sets(dom, min_size=1, max_size=80))), I64) for _ in range(2))
+    n_rows = data.draw(st.integers(0, 6))
+    lo = np.zeros((n_rows, 2), I64)
+    hi = np.zeros((n_rows, 2), I64)
+    for r in range(n_rows):
+        for q in range(2):
+            n = len(vals[q])
+            full = data.draw(st.booleans())            # whole level: the directory path
+            lo[r, q] = 0 if full else data.draw(st.integers(0, n))
+            hi[r, q] = n if full else data.draw(st.integers(int(lo[r, q]), n))
+    is_last = np.array([data.draw(st.booleans()), data.draw(st.booleans())], I64)
+    offs = tuple(np.concatenate([[0], np.cumsum(data.draw(st.lists(st.integers(0, 3), min_size=len(v),
+                                                                   max_size=len(v))))]).astype(I64)
+                 for v in vals)
+    lw = tuple(np.array(data.draw(st.lists(st.integers(-2, 2), min_size=len(v), max_size=len(v))), I64)
+               for v in vals)
+    P = 3
+    LO = np.zeros((n_rows, P), I64)
+    HI = np.ones((n_rows, P), I64)
+    bound = np.arange(n_rows, dtype=I64).reshape(n_rows, 1)
+    w = np.ones(n_rows, I64)
+    cap = int(np.minimum(hi[:, 0] - lo[:, 0], hi[:, 1] - lo[:, 1]).sum())
+
+    def outs():
+        return np.empty((cap, 2), I64), np.empty((cap, P), I64), np.empty((cap, P), I64), np.empty(cap, I64)
+
+    def rows(m, o):
+        return [(tuple(o[0][i]), tuple(o[1][i]), tuple(o[2][i]), int(o[3][i])) for i in range(m)]
+
+    cols = np.array([0, 2], I64)
+    g = outs()
+    m = extend_frontier(vals, offs, lw, is_last, cols, np.array([0, 1, 2], I64), LO, HI, lo, hi, bound, w, *g)
+    for use_dirs in (False, True):
+        dirs = []
+        for v in vals:
+            d, b = _directory(v) if use_dirs else (np.zeros(0, I64), 0)
+            dirs += [d, b]
+        o = outs()
+        mp = extend_frontier_pair(vals[0], offs[0], lw[0], bool(is_last[0]), 0, vals[1], offs[1], lw[1],
+                                  bool(is_last[1]), 2, LO, HI, lo, hi, bound, w, *o, *dirs)
+        assert sorted(rows(mp, o)) == sorted(rows(m, g))
