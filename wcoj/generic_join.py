@@ -55,6 +55,26 @@ __all__ = ["Atom", "generic_join", "IncrementalGenericJoin", "choose_order", "SL
 I64 = npt.NDArray[np.int64]
 SLICE_ROWS = 1 << 21  # upper bound on candidate rows materialised per slice
 _NO_DIR = np.zeros(0, dtype=np.int64)
+_NO_DIR.flags.writeable = False  # the same (read-only) array type as the tries' arrays
+
+
+def _padded(n: int) -> int:
+    """Kernels take tuples of part arrays and Numba compiles one variant per tuple length;
+    padding to a power of two with empty parts keeps that to a handful (no tick pays a
+    compilation because its index happens to have one run more)."""
+    return max(2, 1 << (n - 1).bit_length())
+
+
+def _pad_parts(arrays: tuple, lo: I64, hi: I64, atom_start: I64):
+    """Append empty parts (empty ranges) to the last atom up to ``_padded`` parts."""
+    extra = _padded(len(arrays)) - len(arrays)
+    if not extra:
+        return arrays, lo, hi, atom_start
+    z = np.zeros((lo.shape[0], extra), dtype=np.int64)
+    starts = atom_start.copy()
+    starts[-1] += extra
+    return (arrays + (_NO_DIR,) * extra, np.concatenate([lo, z], axis=1),
+            np.concatenate([hi, z], axis=1), starts)
 PARALLEL_ROWS = 50_000  # count the last level on all cores above this many frontier rows
 
 
@@ -277,7 +297,9 @@ class _TrieRun:
                              vals[1], lo[:, 1].copy(), hi[:, 1].copy(), pw[1], w, sums)
             else:
                 kernel = count_last_level_parallel if big else count_last_level
-                bad = kernel(vals, lo, hi, atom_start, pw, w, sums)
+                pvals, plo, phi, pstart = _pad_parts(vals, lo, hi, atom_start)
+                ppw = pw + (_NO_DIR,) * (len(pvals) - len(pw))
+                bad = kernel(pvals, plo, phi, pstart, ppw, w, sums)
             if bad >= 0:
                 raise WeightOverflowError(f"the weighted count under prefix {bound[bad].tolist()} does not fit in int64")
             yield _checked_total(sums)
@@ -325,8 +347,13 @@ class _TrieRun:
                                      vals[1], offs[1], leafw[1], bool(is_last[1]), cols[1],
                                      LO, HI, lo, hi, bound, w, nb, NLO, NHI, nw, *dirs)
         else:
-            m = extend_frontier(vals, tuple(offs), tuple(leafw), is_last, np.asarray(cols, dtype=np.int64),
-                                self.lv_atom_start[level], LO, HI, lo, hi, bound, w, nb, NLO, NHI, nw)
+            pvals, plo, phi, pstart = _pad_parts(vals, lo, hi, self.lv_atom_start[level])
+            extra = len(pvals) - n_parts
+            pad = (_NO_DIR,) * extra
+            m = extend_frontier(pvals, tuple(offs) + pad, tuple(leafw) + pad,
+                                np.concatenate([is_last, np.full(extra, is_last[-1], dtype=np.int64)]),
+                                np.asarray(list(cols) + [-1] * extra, dtype=np.int64),
+                                pstart, LO, HI, plo, phi, bound, w, nb, NLO, NHI, nw)
         if m < 0:
             raise WeightOverflowError(f"a weight product under prefix {bound[-1 - m].tolist()} does not fit in int64")
         nb, NLO, NHI, nw = nb[:m], NLO[:m], NHI[:m], nw[:m]

@@ -30,7 +30,8 @@ def extend_frontier(vals, offs, leafw, is_last, part_col, atom_start, LO, HI, lo
     ``vals``, ``offs``, ``leafw``: tuples of ``Q`` arrays, part ``q``'s level values, its
     offsets into the next level (any array when the level is the part's last) and its
     leaf weights (any array otherwise); ``is_last[q]`` 1 when this is the part's last
-    column; ``part_col[q]`` its column in ``LO``/``HI`` (``int64[n, P]``, every part's
+    column; ``part_col[q]`` its column in ``LO``/``HI`` (-1: a padding part, written
+    nowhere) (``int64[n, P]``, every part's
     range for the current rows); ``lo``/``hi`` (``int64[n, Q]``) the participating
     parts' ranges after any narrowing; ``bound`` ``int64[n, L]``; ``w`` ``int64[n]``.
     The caller allocates ``out_bound`` (``[cap, L + 1]``), ``out_LO``/``out_HI``
@@ -82,6 +83,8 @@ def extend_frontier(vals, offs, leafw, is_last, part_col, atom_start, LO, HI, lo
                 out_HI[m, p] = HI[r, p]
             for q in range(n_parts):
                 c = part_col[q]
+                if c < 0:  # a padding part: no column of its own
+                    continue
                 h = hits[q]
                 if is_last[q] == 0 and h >= 0:
                     out_LO[m, c] = offs[q][h]
