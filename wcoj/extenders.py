@@ -10,7 +10,7 @@ Two ways to be an extender:
   with numpy between levels), or
 * also expose ``trie_parts()``: the view as a sum of tries (``TrieArrays``: per level a
   sorted ``values`` array and CSR ``offsets`` into the next level, leaf ``weights``). The
-  joins then fuse every atom of a level into one jitted call (``extend_level``).
+  joins then fuse every atom of a level into one jitted call (``wcoj.kernels.frontier.extend_frontier``).
 
 ``wcoj`` never imports ``indexes``; ``indexes.trie.TrieView`` implements this protocol.
 """

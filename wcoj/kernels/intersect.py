@@ -169,6 +169,10 @@ def _next_match(r, vals, hi, atom_start, best, cur, hits):
 def extend_level(vals, lo, hi, atom_start, out_parent, out_val, out_hit):
     """Extend every frontier row by one variable; return the number of outputs.
 
+    The bare intersection of a level (positions only); the joins use
+    ``frontier.extend_frontier``, which also carries weights and next ranges. Kept as the
+    smallest twin-tested statement of the parts/ranges contract.
+
     Inputs: ``vals`` a tuple of int64 arrays (one per part); ``lo``, ``hi``
     int64[n_rows, n_parts]; ``atom_start`` int64[n_atoms + 1]. The caller allocates
     ``out_parent``/``out_val`` (int64[cap]) and ``out_hit`` (int64[cap, n_parts]) with
