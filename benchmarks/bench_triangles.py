@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import argparse
 import gc
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks._common import header
 from queries.graph import Graph
 from queries.graphio import generate_power_law, read_edges
 from wcoj.zset import ZSet
@@ -37,19 +37,6 @@ GRAPHS = ROOT.parent / "shared" / "data" / "graphs"
 REAL = ["soc-Epinions1.txt.gz", "soc-Slashdot0902.txt.gz", "ego-Twitter.txt.gz"]
 WEDGE_LIMIT = 6e7  # binary plans materialise wedges; skip them beyond this many
 LIST_LIMIT = 3e7   # igraph can only list triangles (166M tuples on skewed-1e6 ran out of 24 GB)
-
-
-def header(name: str, seed: int) -> None:
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                                capture_output=True, text=True).stdout.strip()
-    except OSError:
-        commit = "?"
-    import numba
-    import os
-    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"{name}  commit={commit} numpy={np.__version__} numba={numba.__version__} seed={seed} "
-          f"loadavg={load} cores={os.cpu_count()}")
 
 
 def timed(fn, repeat: int):
@@ -321,7 +308,9 @@ def main(argv=None) -> None:
     p.add_argument("--memory-edges", type=float, default=1e5)
     p.add_argument("--memory-ticks", type=int, default=1000)
     args = p.parse_args(argv)
-    header("bench_triangles", args.seed)
+    import os
+    print(header("bench_triangles", args.seed, cores=os.cpu_count(),
+                 loadavg=",".join(f"{x:.1f}" for x in os.getloadavg())))
     for s in args.sections:
         {"batch": batch_section, "ticks": ticks_section, "growth": growth_section,
          "memory": memory_section}[s](args)
