@@ -44,7 +44,7 @@ from queries.ast import (
     OrJoin, Pattern, Predicate, Query, Rule, RuleCall, Var, bound_vars, free_vars,
     required_vars,
 )
-from queries.compile import Evaluator, Table, _bind, _branch, _negated_calls, _truthy
+from queries.compile import Evaluator, Table, _bind, _branch, _truthy, check_stratified
 from queries.functions import DB_FUNCTIONS, FUNCTIONS, aggregate, call
 from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
 from wcoj.errors import QueryError, UnboundVariableError
@@ -429,11 +429,7 @@ class CompiledView:
         for dep in sorted(ev._deps(scc) - scc):
             self.rule_relation(dep)
         defs = [r for n in sorted(scc) for r in self.rules[n]]
-        for r in defs:
-            for call_ in _negated_calls(r.body):
-                if call_.name in scc:
-                    raise QueryError(f"rule {r.name} negates {call_.name} through recursion in "
-                                     f"{r}; negation through recursion cannot be stratified")
+        check_stratified(defs, scc)
         recursive = len(scc) > 1 or name in ev._deps(scc)
         if not recursive:
             self._rule_rels[name] = self._rule_union(name, self.root, {})

@@ -407,11 +407,7 @@ class Evaluator:
         for dep in sorted(self._deps(scc) - scc):
             self.rule_rows(dep)
         rules = [r for n in sorted(scc) for r in self.rules[n]]
-        for r in rules:
-            for c in _negated_calls(r.body):
-                if c.name in scc:
-                    raise QueryError(f"rule {r.name} negates {c.name} through recursion in "
-                                     f"{r}; negation through recursion cannot be stratified")
+        check_stratified(rules, scc)
         full = {n: set() for n in scc}
         self._partial.update(full)
         delta = {n: set() for n in scc}
@@ -459,6 +455,15 @@ class Evaluator:
 
 def _branch(b: Any) -> tuple:
     return b.clauses if isinstance(b, And) else (b,)
+
+
+def check_stratified(rules: Iterable[Any], scc: set) -> None:
+    """Refuse a rule of component ``scc`` that negates a rule of the same component."""
+    for r in rules:
+        for c in _negated_calls(r.body):
+            if c.name in scc:
+                raise QueryError(f"rule {r.name} negates {c.name} through recursion in "
+                                 f"{r}; negation through recursion cannot be stratified")
 
 
 def _negated_calls(clauses: Iterable[Any]) -> Iterable[RuleCall]:
