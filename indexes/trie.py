@@ -39,7 +39,7 @@ def _ro(a: np.ndarray) -> np.ndarray:
     return a
 
 
-DENSE_SPAN = 4  # keep a direct index of level 0 when its value span is at most 4x its size
+DENSE_SPAN = 32  # keep a direct index of level 0 when its value span is at most 32x its size
 
 
 def _directory(level0: I64) -> tuple[I64, int]:

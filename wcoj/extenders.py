@@ -17,7 +17,7 @@ Two ways to be an extender:
 
 from __future__ import annotations
 
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -27,22 +27,49 @@ __all__ = ["PrefixExtender", "TrieArrays", "IncrementalSource", "descend"]
 I64 = npt.NDArray[np.int64]
 
 
-class TrieArrays(NamedTuple):
+class TrieArrays:
     """One trie as plain arrays.
 
     ``values[j]`` holds level ``j``'s values, sorted within each parent's range;
     ``offsets[j]`` (for ``j < arity - 1``) has ``len(values[j]) + 1`` entries, and the
     children of node ``p`` at level ``j`` are ``values[j + 1][offsets[j][p]:offsets[j][p + 1]]``;
-    ``weights`` is aligned with ``values[-1]``.
+    ``weights`` is aligned with ``values[-1]``. ``dense0`` is an optional direct index of
+    level 0: ``dense0[x - base0]`` is the position of value ``x`` in ``values[0]`` or -1
+    (CSR row pointers, when level 0 is dense enough).
+
+    Every array is kept as C-contiguous int64, so ``table()`` can hand the whole-join
+    kernel (``kernels.term``) their addresses: the kernel reads them without a tuple of
+    arrays, whose per-access cost in Numba grows with its length.
     """
 
-    values: tuple[I64, ...]
-    offsets: tuple[I64, ...]
-    weights: I64
-    #: optional direct index of level 0: ``dense0[x - base0]`` is the position of value
-    #: ``x`` in ``values[0]`` or -1 (CSR row pointers, when level 0 is dense enough)
-    dense0: I64 = np.zeros(0, dtype=np.int64)
-    base0: int = 0
+    __slots__ = ("values", "offsets", "weights", "dense0", "base0", "_table")
+
+    def __init__(self, values, offsets, weights, dense0=None, base0: int = 0):
+        c = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
+        self.values = tuple(c(v) for v in values)
+        self.offsets = tuple(c(o) for o in offsets)
+        self.weights = c(weights)
+        self.dense0 = c(dense0) if dense0 is not None else np.zeros(0, dtype=np.int64)
+        self.base0 = int(base0)
+        self._table = None
+
+    def __repr__(self) -> str:
+        return f"TrieArrays(arity={len(self.values)}, rows={self.weights.shape[0]})"
+
+    def table(self) -> I64:
+        """``int64[arity, 6]``: per level ``j`` the address and length of ``values[j]``, the
+        address of ``offsets[j]`` (of ``weights`` at the last level), and for level 0 the
+        address, length and base of ``dense0`` (zeros elsewhere). Valid while ``self`` lives."""
+        if self._table is None:
+            addr = lambda a: a.__array_interface__["data"][0]  # noqa: E731
+            t = np.zeros((len(self.values), 6), dtype=np.int64)
+            for j, v in enumerate(self.values):
+                nxt = self.offsets[j] if j < len(self.offsets) else self.weights
+                t[j, :3] = (addr(v), v.shape[0], addr(nxt))
+            if self.dense0.shape[0]:
+                t[0, 3:] = (addr(self.dense0), self.dense0.shape[0], self.base0)
+            self._table = t
+        return self._table
 
 
 @runtime_checkable

@@ -41,6 +41,7 @@ from wcoj.errors import ArityMismatchError, QueryError, UnboundVariableError, We
 from wcoj.extenders import IncrementalSource, PrefixExtender, descend
 from wcoj.kernels import weights as wk
 from wcoj.kernels.frontier import extend_frontier, extend_frontier_pair
+from wcoj.kernels.term import SLOT_FIELDS, TOO_BIG, count_tail, count_tail_parallel, run_levels
 from wcoj.kernels.intersect import (
     count_last_level,
     count_last_level_parallel,
@@ -56,6 +57,15 @@ I64 = npt.NDArray[np.int64]
 SLICE_ROWS = 1 << 21  # upper bound on candidate rows materialised per slice
 _NO_DIR = np.zeros(0, dtype=np.int64)
 _NO_DIR.flags.writeable = False  # the same (read-only) array type as the tries' arrays
+
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    """``a`` as a read-only int64 array (the type of the tries' arrays, so tuples of them
+    are homogeneous for Numba); a view, no copy, when it already is one."""
+    if a.flags.writeable or a.dtype != np.int64 or not a.flags.c_contiguous:
+        a = np.ascontiguousarray(a, dtype=np.int64).view()
+        a.flags.writeable = False
+    return a
 
 
 def _padded(n: int) -> int:
@@ -76,6 +86,7 @@ def _pad_parts(arrays: tuple, lo: I64, hi: I64, atom_start: I64):
     return (arrays + (_NO_DIR,) * extra, np.concatenate([lo, z], axis=1),
             np.concatenate([hi, z], axis=1), starts)
 PARALLEL_ROWS = 50_000  # count the last level on all cores above this many frontier rows
+PARALLEL_TAIL_ROWS = 2_000  # fused two-level counts: each row does a whole neighbourhood's work
 
 
 def _is_var(t: object) -> bool:
@@ -252,6 +263,55 @@ class _TrieRun:
         self.lv_parts = [[q for i in lv.atoms for q in self.atom_parts[i]] for lv in plan]
         self.lv_atom_start = [np.cumsum([0] + [len(self.atom_parts[i]) for i in lv.atoms]).astype(np.int64)
                               for lv in plan]
+
+    def whole(self, count_only: bool):
+        """The join in one or two jitted calls (``kernels.term``), or ``None`` when a level's
+        frontier would exceed ``SLICE_ROWS`` rows or a filter is not a ``<`` bound (the
+        caller then streams level by level in slices).
+
+        Returns the count, or ``(bound, w)``.
+        """
+        plan = self.plan
+        if any(not is_bound for lv in plan for _, _, is_bound in lv.filters):
+            return None
+        rows = []
+        level_slots, level_atoms, atom_bounds = [0], [0], []
+        bnd_off, bnd_col, bnd_upper = [0], [], []
+        tables = [p.table() for p in self.parts]
+        for level, lv in enumerate(plan):
+            for k, i in enumerate(lv.atoms):
+                atom_bounds.append(len(rows))
+                d, last = lv.depth[k], int(lv.last[k])
+                for q in self.atom_parts[i]:
+                    t = tables[q][d]
+                    rows.append((t[0], t[1], t[2], t[3], t[4], t[5], last, q) if d == 0 else
+                                (t[0], t[1], t[2], 0, 0, 0, last, q))
+            atom_bounds.append(len(rows))
+            level_slots.append(len(rows))
+            level_atoms.append(len(atom_bounds))
+            for c, upper in lv.bounds:
+                bnd_col.append(c)
+                bnd_upper.append(upper)
+            bnd_off.append(len(bnd_col))
+        i64 = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
+        prog = (np.array(rows, dtype=np.int64).reshape(-1, SLOT_FIELDS), i64(level_slots),
+                i64(level_atoms), i64(atom_bounds), i64(bnd_off), i64(bnd_col), i64(bnd_upper))
+        _, _, lo, hi = self.start()
+        n_levels = len(plan)
+        stop = max(n_levels - 2, 0) if count_only else n_levels
+        status, bound, w, LO, HI = run_levels(*prog, lo[0], hi[0], stop, SLICE_ROWS)
+        if status == TOO_BIG:
+            return None
+        if status < 0:
+            raise WeightOverflowError(
+                f"a weight product under prefix {bound[-1 - status].tolist()} does not fit in int64")
+        if not count_only:
+            return bound, w
+        kernel = count_tail_parallel if status >= PARALLEL_TAIL_ROWS else count_tail
+        bad, total = kernel(*prog, bound, w, LO, HI)
+        if bad >= 0:
+            raise WeightOverflowError(f"the weighted count under prefix {bound[bad].tolist()} does not fit in int64")
+        return int(total)
 
     def start(self) -> tuple[I64, I64, I64, I64]:
         """One empty prefix; per part, the range under the atom's constants."""
@@ -456,8 +516,11 @@ def generic_join(atoms: Sequence[Atom], order: Sequence[str], output: Sequence[s
         raise QueryError("a join needs at least one atom")
     if fused:
         run = _TrieRun(atoms, plan)
+        whole = None if run.empty else run.whole(count_only)
         if run.empty:
             blocks = iter([0] if count_only else [])
+        elif whole is not None:
+            blocks = iter([whole])
         else:
             bound, w, lo, hi = run.start()
             blocks = run.blocks(0, bound, w, lo, hi, count_only)

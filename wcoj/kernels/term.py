@@ -1,0 +1,442 @@
+"""A whole Generic Join, every level, in one jitted call.
+
+``extend_frontier`` extends one level per call, and the Python between two calls (slicing
+ranges, narrowing by ``<`` filters, allocating the next frontier) costs more than the
+kernel itself when a tick changes a few edges. ``run_levels`` runs the same breadth-first
+loop inside one call: level by level, every row of the frontier is extended (the atom with
+the fewest candidates proposes, the others are searched), the next frontier is written in
+full, and only then does the next level start. Nothing about the order of work changes;
+only the interpreter leaves the loop.
+
+A join is described by *slots*: one per (level, participating part), rows of the table
+``S`` (``int64[n_slots, 8]``): the address and length of the part's values at the atom's
+column for that level (``S[s, V]``, ``S[s, N]``), the address of its offsets into the next
+column or, at the atom's last column, of its leaf weights (``S[s, O]``), the part's level-0
+directory when the column is the part's first (address, length and base: ``S[s, D]``,
+``S[s, DN]``, ``S[s, B]``; length 0 otherwise), whether the column is the atom's last
+(``S[s, LAST]``) and the part's column in the frontier's range arrays (``S[s, COL]``).
+The arrays are read through their addresses (``TrieArrays.table``): a Numba tuple of arrays
+indexed at run time copies the whole tuple at every access, which cost more than the join.
+The caller keeps the arrays alive during the call. Level ``l`` owns slots
+``level_slots[l]:level_slots[l + 1]``, grouped by atom:
+``atom_bounds[level_atoms[l]:level_atoms[l + 1]]`` are the atoms' first slots followed
+by the level's end. ``<`` filters narrow ranges: ``bnd_col[i]``, ``bnd_upper[i]`` for
+``i`` in ``bnd_off[l]:bnd_off[l + 1]`` (upper 0: the value must exceed the bound column,
+1: stay below it).
+
+When a part's range is the whole of its level 0 and the part has a directory, a value is
+found by one array access instead of a search: this is what makes a tick's probes of the
+big base index cost O(1) each.
+
+Inputs are int64 only. Numba's cache does not see edits to the helpers imported from
+``intersect`` and ``weights``: clear ``__pycache__`` after editing those.
+"""
+
+import ctypes
+
+import numpy as np
+from llvmlite import ir
+from numba import config, njit, prange, types
+from numba.extending import intrinsic
+
+from .weights import _add_overflows, _mul_overflows
+
+__all__ = ["run_levels", "count_tail", "count_tail_parallel", "TOO_BIG", "SLOT_FIELDS"]
+
+TOO_BIG = -(1 << 62)  # status: a level's frontier would exceed the row limit
+SLOT_FIELDS = 8
+V, N, O, D, DN, B, LAST, COL = range(SLOT_FIELDS)
+
+if config.DISABLE_JIT:  # the pure-Python twin reads the same memory through ctypes
+    def _load(addr, i):
+        return ctypes.c_int64.from_address(int(addr) + 8 * int(i)).value
+else:
+    @intrinsic
+    def _load(typingctx, addr, i):
+        """``int64`` at ``addr + 8 * i``."""
+        def codegen(context, builder, signature, args):
+            ptr = builder.inttoptr(args[0], ir.IntType(64).as_pointer())
+            return builder.load(builder.gep(ptr, [args[1]]))
+        return types.int64(types.int64, types.int64), codegen
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _gallop(addr, lo, hi, x):
+    """First position p in [lo, hi) with value >= x (hi if none); exponential then binary."""
+    if lo >= hi or _load(addr, lo) >= x:
+        return lo
+    step = 1
+    prev = lo
+    cur = lo + 1
+    while cur < hi and _load(addr, cur) < x:
+        prev = cur
+        step *= 2
+        cur = prev + step
+    if cur > hi:
+        cur = hi
+    left, right = prev + 1, cur
+    while left < right:
+        mid = (left + right) >> 1
+        if _load(addr, mid) < x:
+            left = mid + 1
+        else:
+            right = mid
+    return left
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _bsearch(addr, lo, hi, x):
+    """First position p in [lo, hi) with value >= x (hi if none)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if _load(addr, mid) < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _narrow(addr, lo, hi, x, upper):
+    left, right = lo, hi
+    while left < right:
+        mid = (left + right) >> 1
+        v = _load(addr, mid)
+        if (v <= x) if not upper else (v < x):
+            left = mid + 1
+        else:
+            right = mid
+    return (lo, left) if upper else (left, hi)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _ranges(l, r, S, level_slots, bnd_off, bnd_col, bnd_upper, LO, HI, bound, lo, hi):
+    """Row ``r``'s ranges for level ``l``'s slots into ``lo``/``hi``, narrowed by the
+    level's ``<`` filters against ``bound[r]`` (the values bound so far)."""
+    s0 = level_slots[l]
+    for j in range(level_slots[l + 1] - s0):
+        c = S[s0 + j, COL]
+        lo[j] = LO[r, c]
+        hi[j] = HI[r, c]
+    for i in range(bnd_off[l], bnd_off[l + 1]):
+        b = bound[r, bnd_col[i]]
+        for j in range(level_slots[l + 1] - s0):
+            lo[j], hi[j] = _narrow(S[s0 + j, V], lo[j], hi[j], b, bnd_upper[i] != 0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _proposer(lo, hi, ab, a0, n_atoms, s0):
+    """(atom with the fewest candidates, its count), or (-1, 0) when an atom has none."""
+    best, best_size = -1, 0
+    for a in range(n_atoms):
+        size = 0
+        for j in range(ab[a0 + a] - s0, ab[a0 + a + 1] - s0):
+            size += hi[j] - lo[j]
+        if size == 0:
+            return -1, 0
+        if best < 0 or size < best_size:
+            best, best_size = a, size
+    return best, best_size
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _next(S, s0, ab, a0, n_atoms, best, lo, hi, cur, hits):
+    """The next value all atoms hold, with each slot's position in ``hits`` (-1 absent).
+
+    The proposer's parts are merged in order; every other part is searched with a
+    cursor that only moves forward, or looked up in its level-0 directory when the row's
+    range is the whole level.
+    """
+    p0, p1 = ab[a0 + best] - s0, ab[a0 + best + 1] - s0
+    while True:
+        have = False
+        x = 0
+        for j in range(p0, p1):
+            if cur[j] < hi[j]:
+                v = _load(S[s0 + j, V], cur[j])
+                if not have or v < x:
+                    x, have = v, True
+        if not have:
+            return False, x
+        for j in range(p0, p1):
+            if cur[j] < hi[j] and _load(S[s0 + j, V], cur[j]) == x:
+                hits[j] = cur[j]
+                cur[j] += 1
+            else:
+                hits[j] = -1
+        ok = True
+        for a in range(n_atoms):
+            if a == best:
+                continue
+            found = False
+            for j in range(ab[a0 + a] - s0, ab[a0 + a + 1] - s0):
+                s = s0 + j
+                if S[s, DN] > 0 and lo[j] == 0 and hi[j] == S[s, N]:
+                    k = x - S[s, B]
+                    p = _load(S[s, D], k) if 0 <= k < S[s, DN] else -1
+                    hits[j] = p
+                    found = found or p >= 0
+                else:  # a fresh whole-level range: binary search; else gallop on
+                    p = _gallop(S[s, V], cur[j], hi[j], x) if cur[j] > lo[j] or hi[j] < S[s, N] else \
+                        _bsearch(S[s, V], lo[j], hi[j], x)
+                    cur[j] = p
+                    if p < hi[j] and _load(S[s, V], p) == x:
+                        hits[j] = p
+                        found = True
+                    else:
+                        hits[j] = -1
+            if not found:
+                ok = False
+                break
+        if ok:
+            return True, x
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _weight(wt, S, s0, ab, a0, n_atoms, hits):
+    """``wt`` times each ending atom's summed leaf weight; ``(False, _)`` on overflow."""
+    for a in range(n_atoms):
+        q0 = ab[a0 + a]
+        if S[q0, LAST] == 0:
+            continue
+        s = np.int64(0)
+        for q in range(q0, ab[a0 + a + 1]):
+            h = hits[q - s0]
+            if h >= 0:
+                lw = _load(S[q, O], h)
+                if _add_overflows(s, lw):
+                    return False, wt
+                s += lw
+        if _mul_overflows(wt, s):
+            return False, wt
+        wt *= s
+        if wt == 0:
+            return True, wt
+    return True, wt
+
+
+@njit(cache=True, nogil=True)
+def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, LO0, HI0,
+               stop_level, limit):
+    """Materialise the frontier after levels ``0 .. stop_level - 1``.
+
+    Starts from one empty prefix whose part ranges are ``LO0``/``HI0`` (``int64[P]``).
+    Returns ``(status, bound, w, LO, HI)``: ``status`` is the number of rows, ``-1 - r``
+    when a weight product of row ``r`` of some level overflows int64 (``bound`` is then
+    that level's input), or ``TOO_BIG`` when a level's frontier would exceed ``limit``
+    rows (the caller then streams in slices).
+    """
+    P = LO0.shape[0]
+    bound = np.zeros((1, 0), dtype=np.int64)
+    w = np.ones(1, dtype=np.int64)
+    LO = LO0.copy().reshape(1, P)
+    HI = HI0.copy().reshape(1, P)
+    smax = 1
+    for l in range(stop_level):
+        smax = max(smax, level_slots[l + 1] - level_slots[l])
+    lo = np.empty(smax, dtype=np.int64)
+    hi = np.empty(smax, dtype=np.int64)
+    cur = np.empty(smax, dtype=np.int64)
+    hits = np.empty(smax, dtype=np.int64)
+    for l in range(stop_level):
+        n = bound.shape[0]
+        if n == 0:
+            break
+        s0, s1 = level_slots[l], level_slots[l + 1]
+        a0 = level_atoms[l]
+        n_atoms = level_atoms[l + 1] - a0 - 1
+        cap = 0
+        for r in range(n):
+            _ranges(l, r, S, level_slots, bnd_off, bnd_col, bnd_upper, LO, HI, bound, lo, hi)
+            _, size = _proposer(lo, hi, atom_bounds, a0, n_atoms, s0)
+            cap += size
+        if cap > limit:
+            return TOO_BIG, bound, w, LO, HI
+        nb = np.empty((cap, l + 1), dtype=np.int64)
+        nw = np.empty(cap, dtype=np.int64)
+        NLO = np.empty((cap, P), dtype=np.int64)
+        NHI = np.empty((cap, P), dtype=np.int64)
+        m = 0
+        for r in range(n):
+            _ranges(l, r, S, level_slots, bnd_off, bnd_col, bnd_upper, LO, HI, bound, lo, hi)
+            best, _ = _proposer(lo, hi, atom_bounds, a0, n_atoms, s0)
+            if best < 0:
+                continue
+            for j in range(s1 - s0):
+                cur[j] = lo[j]
+            while True:
+                ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits)
+                if not ok:
+                    break
+                fine, wt = _weight(w[r], S, s0, atom_bounds, a0, n_atoms, hits)
+                if not fine:
+                    return -1 - r, bound, w, LO, HI
+                if wt == 0:
+                    continue
+                for c in range(l):
+                    nb[m, c] = bound[r, c]
+                nb[m, l] = x
+                for p in range(P):
+                    NLO[m, p] = LO[r, p]
+                    NHI[m, p] = HI[r, p]
+                for j in range(s1 - s0):
+                    c = S[s0 + j, COL]
+                    h = hits[j]
+                    if S[s0 + j, LAST] == 0 and h >= 0:
+                        NLO[m, c] = _load(S[s0 + j, O], h)
+                        NHI[m, c] = _load(S[s0 + j, O], h + 1)
+                    else:
+                        NLO[m, c] = 0
+                        NHI[m, c] = 0
+                nw[m] = wt
+                m += 1
+        bound, w, LO, HI = nb[:m], nw[:m], NLO[:m], NHI[:m]
+    if bound.shape[1] < stop_level:  # the frontier emptied early: no rows, full width
+        bound = np.zeros((0, stop_level), dtype=np.int64)
+    return bound.shape[0], bound, w, LO, HI
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _count_last(l, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
+                LO, HI, bound, r, lo, hi, cur, hits):
+    """Sum over the last level's matches of row ``r`` of the product of atom weights.
+
+    Returns ``(ok, sum)``; ``ok`` False on overflow.
+    """
+    s0, s1 = level_slots[l], level_slots[l + 1]
+    a0 = level_atoms[l]
+    n_atoms = level_atoms[l + 1] - a0 - 1
+    _ranges(l, r, S, level_slots, bnd_off, bnd_col, bnd_upper, LO, HI, bound, lo, hi)
+    best, _ = _proposer(lo, hi, atom_bounds, a0, n_atoms, s0)
+    acc = np.int64(0)
+    if best < 0:
+        return True, acc
+    for j in range(s1 - s0):
+        cur[j] = lo[j]
+    while True:
+        ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits)
+        if not ok:
+            return True, acc
+        fine, p = _weight(np.int64(1), S, s0, atom_bounds, a0, n_atoms, hits)
+        if not fine or _add_overflows(acc, p):
+            return False, acc
+        acc += p
+
+
+@njit(cache=True, nogil=True)
+def _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
+                     bound, w, LO, HI, r0, r1):
+    """Weighted count of the completions of rows ``r0:r1`` over the last one or two levels.
+
+    Returns ``(-1, total)`` or ``(r, 0)`` for the first row ``r`` whose count overflows.
+    """
+    n_levels = level_slots.shape[0] - 1
+    L = bound.shape[1]
+    P = LO.shape[1]
+    smax = 1
+    for l in range(L, n_levels):
+        smax = max(smax, level_slots[l + 1] - level_slots[l])
+    lo = np.empty(smax, dtype=np.int64)
+    hi = np.empty(smax, dtype=np.int64)
+    cur = np.empty(smax, dtype=np.int64)
+    hits = np.empty(smax, dtype=np.int64)
+    total = np.int64(0)
+    if L == n_levels - 1:  # one level left: count it directly
+        for r in range(r0, r1):
+            ok, s = _count_last(L, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
+                                LO, HI, bound, r, lo, hi, cur, hits)
+            if not ok or _mul_overflows(s, w[r]) or _add_overflows(total, s * w[r]):
+                return r, np.int64(0)
+            total += s * w[r]
+        return -1, total
+    # two levels left: extend level L row by row and count level L + 1 for each match,
+    # without materialising level L's frontier
+    l = L
+    s0, s1 = level_slots[l], level_slots[l + 1]
+    a0 = level_atoms[l]
+    n_atoms = level_atoms[l + 1] - a0 - 1
+    lo2 = np.empty(smax, dtype=np.int64)
+    hi2 = np.empty(smax, dtype=np.int64)
+    cur2 = np.empty(smax, dtype=np.int64)
+    hits2 = np.empty(smax, dtype=np.int64)
+    one_b = np.empty((1, L + 1), dtype=np.int64)
+    one_lo = np.empty((1, P), dtype=np.int64)
+    one_hi = np.empty((1, P), dtype=np.int64)
+    for r in range(r0, r1):
+        _ranges(l, r, S, level_slots, bnd_off, bnd_col, bnd_upper, LO, HI, bound, lo, hi)
+        best, _ = _proposer(lo, hi, atom_bounds, a0, n_atoms, s0)
+        if best < 0:
+            continue
+        for j in range(s1 - s0):
+            cur[j] = lo[j]
+        for c in range(L):
+            one_b[0, c] = bound[r, c]
+        for p in range(P):
+            one_lo[0, p] = LO[r, p]
+            one_hi[0, p] = HI[r, p]
+        acc = np.int64(0)
+        while True:
+            ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits)
+            if not ok:
+                break
+            fine, wt = _weight(np.int64(1), S, s0, atom_bounds, a0, n_atoms, hits)
+            if not fine:
+                return r, np.int64(0)
+            if wt == 0:
+                continue
+            one_b[0, L] = x
+            for j in range(s1 - s0):
+                c = S[s0 + j, COL]
+                h = hits[j]
+                if S[s0 + j, LAST] == 0 and h >= 0:
+                    one_lo[0, c] = _load(S[s0 + j, O], h)
+                    one_hi[0, c] = _load(S[s0 + j, O], h + 1)
+                else:
+                    one_lo[0, c] = 0
+                    one_hi[0, c] = 0
+            ok2, s = _count_last(l + 1, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
+                                 bnd_upper, one_lo, one_hi, one_b, 0, lo2, hi2, cur2, hits2)
+            if not ok2 or _mul_overflows(s, wt) or _add_overflows(acc, s * wt):
+                return r, np.int64(0)
+            acc += s * wt
+        if _mul_overflows(acc, w[r]) or _add_overflows(total, acc * w[r]):
+            return r, np.int64(0)
+        total += acc * w[r]
+    return -1, total
+
+
+@njit(cache=True, nogil=True)
+def count_tail(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, bound, w, LO, HI):
+    """The weighted count of all completions of the frontier ``bound``/``w``/``LO``/``HI``.
+
+    The frontier's width ``L`` must be the number of levels minus one or two; the last
+    two levels are fused (each match of level ``L`` is counted at once, never stored).
+    Returns ``(-1, total)``, or ``(r, 0)`` when the count under row ``r`` overflows int64.
+    """
+    return _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
+                            bound, w, LO, HI, 0, bound.shape[0])
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def count_tail_parallel(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
+                        bound, w, LO, HI):
+    """``count_tail`` over chunks of rows on all cores (for whole-graph counts)."""
+    n = bound.shape[0]
+    n_chunks = min(n, 512)
+    bad = np.full(n_chunks, -1, dtype=np.int64)
+    sums = np.zeros(n_chunks, dtype=np.int64)
+    for c in prange(n_chunks):
+        r0 = c * n // n_chunks
+        r1 = (c + 1) * n // n_chunks
+        b, s = _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
+                                bound, w, LO, HI, r0, r1)
+        bad[c] = b
+        sums[c] = s
+    total = np.int64(0)
+    for c in range(n_chunks):
+        if bad[c] >= 0:
+            return bad[c], np.int64(0)
+        if _add_overflows(total, sums[c]):
+            return c * n // n_chunks, np.int64(0)
+        total += sums[c]
+    return -1, total
