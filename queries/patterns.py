@@ -72,9 +72,14 @@ def _var_key(v: str) -> tuple:
 
 
 def triangle() -> Pattern:
-    """Undirected triangles, each once as ``a < b < c``."""
+    """Undirected triangles, each once as ``a < b < c``.
+
+    ``b < c`` already follows from ``O(b, c)``; stating it lets the join start the
+    candidates for ``c`` in ``a``'s neighbour list after ``b`` (a binary search) instead
+    of merging past the neighbours below ``b``.
+    """
     return Pattern("triangle", (("O", ("a", "b")), ("O", ("a", "c")), ("O", ("b", "c"))),
-                   output=("a", "b", "c"))
+                   filters=(("<", "b", "c"),), output=("a", "b", "c"))
 
 
 def clique(k: int) -> Pattern:
@@ -82,7 +87,9 @@ def clique(k: int) -> Pattern:
     if k < 2:
         raise QueryError(f"a clique needs k >= 2, got {k}")
     vs = [f"v{i}" for i in range(k)]
+    # v(i) < v(i+1) follows from O; stated, it narrows each level's candidate lists
     return Pattern(f"{k}-clique", tuple(("O", (x, y)) for x, y in combinations(vs, 2)),
+                   filters=tuple(("<", vs[i], vs[i + 1]) for i in range(1, k - 1)),
                    output=tuple(vs))
 
 

@@ -57,17 +57,23 @@ class TrieArrays:
         return f"TrieArrays(arity={len(self.values)}, rows={self.weights.shape[0]})"
 
     def table(self) -> I64:
-        """``int64[arity, 6]``: per level ``j`` the address and length of ``values[j]``, the
-        address of ``offsets[j]`` (of ``weights`` at the last level), and for level 0 the
-        address, length and base of ``dense0`` (zeros elsewhere). Valid while ``self`` lives."""
+        """``int64[arity, 9]``: per level ``j`` the address and length of ``values[j]``, the
+        address of ``offsets[j]`` (of ``weights`` at the last level), for level 0 the
+        address, length and base of ``dense0`` (zeros elsewhere), and 1 in the last
+        column of the last level when every weight is 1 (a set: counts need no products),
+        then the smallest and largest value of the level. Valid while ``self`` lives."""
         if self._table is None:
             addr = lambda a: a.__array_interface__["data"][0]  # noqa: E731
-            t = np.zeros((len(self.values), 6), dtype=np.int64)
+            t = np.zeros((len(self.values), 9), dtype=np.int64)
+            t[-1, 6] = int(bool(np.all(self.weights == 1)))
+            for j, v in enumerate(self.values):
+                if v.shape[0]:
+                    t[j, 7:] = (v.min(), v.max())
             for j, v in enumerate(self.values):
                 nxt = self.offsets[j] if j < len(self.offsets) else self.weights
                 t[j, :3] = (addr(v), v.shape[0], addr(nxt))
             if self.dense0.shape[0]:
-                t[0, 3:] = (addr(self.dense0), self.dense0.shape[0], self.base0)
+                t[0, 3:6] = (addr(self.dense0), self.dense0.shape[0], self.base0)
             self._table = t
         return self._table
 

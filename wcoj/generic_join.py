@@ -87,6 +87,7 @@ def _pad_parts(arrays: tuple, lo: I64, hi: I64, atom_start: I64):
             np.concatenate([hi, z], axis=1), starts)
 PARALLEL_ROWS = 50_000  # count the last level on all cores above this many frontier rows
 PARALLEL_TAIL_ROWS = 2_000  # fused two-level counts: each row does a whole neighbourhood's work
+MARK_SPAN = 1 << 23  # largest value span counted through a byte map (8 MiB per chunk of rows)
 
 
 def _is_var(t: object) -> bool:
@@ -278,14 +279,16 @@ class _TrieRun:
         level_slots, level_atoms, atom_bounds = [0], [0], []
         bnd_off, bnd_col, bnd_upper = [0], [], []
         tables = [p.table() for p in self.parts]
+        spans = []  # per slot: (smallest, largest) value
         for level, lv in enumerate(plan):
             for k, i in enumerate(lv.atoms):
                 atom_bounds.append(len(rows))
                 d, last = lv.depth[k], int(lv.last[k])
                 for q in self.atom_parts[i]:
                     t = tables[q][d]
-                    rows.append((t[0], t[1], t[2], t[3], t[4], t[5], last, q) if d == 0 else
-                                (t[0], t[1], t[2], 0, 0, 0, last, q))
+                    rows.append((t[0], t[1], t[2], t[3], t[4], t[5], last, q, t[6]) if d == 0 else
+                                (t[0], t[1], t[2], 0, 0, 0, last, q, t[6]))
+                    spans.append((int(t[7]), int(t[8])))
             atom_bounds.append(len(rows))
             level_slots.append(len(rows))
             level_atoms.append(len(atom_bounds))
@@ -308,10 +311,32 @@ class _TrieRun:
         if not count_only:
             return bound, w
         kernel = count_tail_parallel if status >= PARALLEL_TAIL_ROWS else count_tail
-        bad, total = kernel(*prog, bound, w, LO, HI)
+        bad, total = kernel(*prog, bound, w, LO, HI, *self._mark(prog, spans, n_levels, status))
         if bad >= 0:
             raise WeightOverflowError(f"the weighted count under prefix {bound[bad].tolist()} does not fit in int64")
         return int(total)
+
+    @staticmethod
+    def _mark(prog, spans, n_levels: int, n_rows: int) -> tuple[int, int, int]:
+        """``(mark_slot, mark_lo, mark_size)`` for ``count_tail``, or ``(-1, 0, 0)``.
+
+        A byte map pays when the last level has two single-part set atoms, one of them
+        fixed per row of the frontier (its part is not in the level before), and that
+        side's values span at most ``MARK_SPAN`` (one map per thread, cleared per row).
+        """
+        S, level_slots = prog[0], prog[1]
+        if n_levels < 2 or n_rows < PARALLEL_TAIL_ROWS:
+            return -1, 0, 0
+        t0, t1 = int(level_slots[-2]), int(level_slots[-1])
+        p0, p1 = int(level_slots[-3]), int(level_slots[-2])
+        if t1 - t0 != 2 or not (S[t0:t1, SLOT_FIELDS - 1] == 1).all():
+            return -1, 0, 0
+        before = set(S[p0:p1, 7].tolist())  # part columns of the level before
+        for f in (t0, t0 + 1):
+            lo, hi = spans[f]
+            if int(S[f, 7]) not in before and S[f, 1] > 0 and hi - lo < MARK_SPAN:
+                return f, lo, hi - lo + 1
+        return -1, 0, 0
 
     def start(self) -> tuple[I64, I64, I64, I64]:
         """One empty prefix; per part, the range under the atom's constants."""

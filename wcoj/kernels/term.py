@@ -14,7 +14,8 @@ column for that level (``S[s, V]``, ``S[s, N]``), the address of its offsets int
 column or, at the atom's last column, of its leaf weights (``S[s, O]``), the part's level-0
 directory when the column is the part's first (address, length and base: ``S[s, D]``,
 ``S[s, DN]``, ``S[s, B]``; length 0 otherwise), whether the column is the atom's last
-(``S[s, LAST]``) and the part's column in the frontier's range arrays (``S[s, COL]``).
+(``S[s, LAST]``), the part's column in the frontier's range arrays (``S[s, COL]``), and
+whether every leaf weight of the part is 1 (``S[s, UNIT]``).
 The arrays are read through their addresses (``TrieArrays.table``): a Numba tuple of arrays
 indexed at run time copies the whole tuple at every access, which cost more than the join.
 The caller keeps the arrays alive during the call. Level ``l`` owns slots
@@ -44,8 +45,9 @@ from .weights import _add_overflows, _mul_overflows
 __all__ = ["run_levels", "count_tail", "count_tail_parallel", "TOO_BIG", "SLOT_FIELDS"]
 
 TOO_BIG = -(1 << 62)  # status: a level's frontier would exceed the row limit
-SLOT_FIELDS = 8
-V, N, O, D, DN, B, LAST, COL = range(SLOT_FIELDS)
+SLOT_FIELDS = 9
+V, N, O, D, DN, B, LAST, COL, UNIT = range(SLOT_FIELDS)
+GALLOP_RATIO = 32  # a two-part count gallops through the longer side past this size ratio
 
 if config.DISABLE_JIT:  # the pure-Python twin reads the same memory through ctypes
     def _load(addr, i):
@@ -98,6 +100,13 @@ def _bsearch(addr, lo, hi, x):
 
 @njit(cache=True, nogil=True, inline="always")
 def _narrow(addr, lo, hi, x, upper):
+    """``[lo, hi)`` cut to the values ``> x`` (``upper`` False) or ``< x`` (True)."""
+    if lo >= hi:
+        return lo, hi
+    if not upper and _load(addr, lo) > x:   # common: the whole range already qualifies
+        return lo, hi
+    if upper and _load(addr, hi - 1) < x:
+        return lo, hi
     left, right = lo, hi
     while left < right:
         mid = (left + right) >> 1
@@ -297,6 +306,40 @@ def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _count_two(S, sa, la, ha, sb, lb, hb):
+    """Sum over the common values of two single-part ranges of the product of their leaf
+    weights (the count itself when both parts are sets). Returns ``(ok, sum)``."""
+    acc = np.int64(0)
+    if ha <= la or hb <= lb:
+        return True, acc
+    if ha - la > hb - lb:  # walk the shorter side
+        sa, la, ha, sb, lb, hb = sb, lb, hb, sa, la, ha
+    va, vb = S[sa, V], S[sb, V]
+    unit = S[sa, UNIT] != 0 and S[sb, UNIT] != 0
+    gallop = (hb - lb) >= GALLOP_RATIO * (ha - la)
+    j = lb
+    for i in range(la, ha):
+        x = _load(va, i)
+        if gallop:
+            j = _gallop(vb, j, hb, x)
+        else:
+            while j < hb and _load(vb, j) < x:
+                j += 1
+        if j >= hb:
+            break
+        if _load(vb, j) == x:
+            if unit:
+                acc += 1
+            else:
+                wa, wb = _load(S[sa, O], i), _load(S[sb, O], j)
+                if _mul_overflows(wa, wb) or _add_overflows(acc, wa * wb):
+                    return False, acc
+                acc += wa * wb
+            j += 1
+    return True, acc
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _count_last(l, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
                 LO, HI, bound, r, lo, hi, cur, hits):
     """Sum over the last level's matches of row ``r`` of the product of atom weights.
@@ -307,6 +350,8 @@ def _count_last(l, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, b
     a0 = level_atoms[l]
     n_atoms = level_atoms[l + 1] - a0 - 1
     _ranges(l, r, S, level_slots, bnd_off, bnd_col, bnd_upper, LO, HI, bound, lo, hi)
+    if s1 - s0 == 2 and n_atoms == 2:  # two atoms of one part each: a tight merge
+        return _count_two(S, s0, lo[0], hi[0], s0 + 1, lo[1], hi[1])
     best, _ = _proposer(lo, hi, atom_bounds, a0, n_atoms, s0)
     acc = np.int64(0)
     if best < 0:
@@ -325,8 +370,15 @@ def _count_last(l, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, b
 
 @njit(cache=True, nogil=True)
 def _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
-                     bound, w, LO, HI, r0, r1):
+                     bound, w, LO, HI, mark_slot, mark_lo, mark_size, r0, r1):
     """Weighted count of the completions of rows ``r0:r1`` over the last one or two levels.
+
+    ``mark_slot`` >= 0 names a last-level slot whose range is fixed per row (its part
+    takes no part in the second-to-last level) and whose values lie in ``[mark_lo,
+    mark_lo + mark_size)``; the other of the level's two slots must then be a set too.
+    The fixed side is marked once per row in a byte map and every match of the level
+    before probes the other side's values against it: O(|other|) per match, instead of
+    a merge that walks both lists (a hub's neighbour list would be walked once per match).
 
     Returns ``(-1, total)`` or ``(r, 0)`` for the first row ``r`` whose count overflows.
     """
@@ -362,11 +414,21 @@ def _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
     one_b = np.empty((1, L + 1), dtype=np.int64)
     one_lo = np.empty((1, P), dtype=np.int64)
     one_hi = np.empty((1, P), dtype=np.int64)
+    t0 = level_slots[l + 1]
+    use_mark = mark_slot >= 0
+    mark = np.zeros(mark_size if use_mark else 0, dtype=np.uint8)
+    jf = mark_slot - t0            # the fixed slot's and the probing slot's local index
+    jg = 1 - jf
+    g_slot = t0 + jg
     for r in range(r0, r1):
         _ranges(l, r, S, level_slots, bnd_off, bnd_col, bnd_upper, LO, HI, bound, lo, hi)
         best, _ = _proposer(lo, hi, atom_bounds, a0, n_atoms, s0)
         if best < 0:
             continue
+        if use_mark:
+            fa, fl, fh = S[mark_slot, V], LO[r, S[mark_slot, COL]], HI[r, S[mark_slot, COL]]
+            for i in range(fl, fh):
+                mark[_load(fa, i) - mark_lo] = 1
         for j in range(s1 - s0):
             cur[j] = lo[j]
         for c in range(L):
@@ -394,11 +456,31 @@ def _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
                 else:
                     one_lo[0, c] = 0
                     one_hi[0, c] = 0
-            ok2, s = _count_last(l + 1, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
-                                 bnd_upper, one_lo, one_hi, one_b, 0, lo2, hi2, cur2, hits2)
+            if use_mark:
+                # only the probing side is narrowed by the level's bounds: they constrain
+                # the value itself, so the fixed side's membership needs no narrowing
+                ga = S[g_slot, V]
+                gl, gh = one_lo[0, S[g_slot, COL]], one_hi[0, S[g_slot, COL]]
+                for i in range(bnd_off[l + 1], bnd_off[l + 2]):
+                    gl, gh = _narrow(ga, gl, gh, one_b[0, bnd_col[i]], bnd_upper[i] != 0)
+                if gh - gl > 8 * (fh - fl) + 16:  # a long list against a short one
+                    ok2, s = _count_two(S, mark_slot, fl, fh, g_slot, gl, gh)
+                else:
+                    s = np.int64(0)
+                    for k in range(gl, gh):
+                        v = _load(ga, k) - mark_lo
+                        if 0 <= v < mark_size:
+                            s += mark[v]
+                    ok2 = True
+            else:
+                ok2, s = _count_last(l + 1, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
+                                     bnd_upper, one_lo, one_hi, one_b, 0, lo2, hi2, cur2, hits2)
             if not ok2 or _mul_overflows(s, wt) or _add_overflows(acc, s * wt):
                 return r, np.int64(0)
             acc += s * wt
+        if use_mark:
+            for i in range(fl, fh):
+                mark[_load(fa, i) - mark_lo] = 0
         if _mul_overflows(acc, w[r]) or _add_overflows(total, acc * w[r]):
             return r, np.int64(0)
         total += acc * w[r]
@@ -406,30 +488,32 @@ def _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
 
 
 @njit(cache=True, nogil=True)
-def count_tail(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, bound, w, LO, HI):
+def count_tail(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, bound, w, LO, HI,
+               mark_slot, mark_lo, mark_size):
     """The weighted count of all completions of the frontier ``bound``/``w``/``LO``/``HI``.
 
     The frontier's width ``L`` must be the number of levels minus one or two; the last
     two levels are fused (each match of level ``L`` is counted at once, never stored).
+    ``mark_slot`` (-1: none), ``mark_lo``, ``mark_size``: see ``_count_tail_rows``.
     Returns ``(-1, total)``, or ``(r, 0)`` when the count under row ``r`` overflows int64.
     """
     return _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
-                            bound, w, LO, HI, 0, bound.shape[0])
+                            bound, w, LO, HI, mark_slot, mark_lo, mark_size, 0, bound.shape[0])
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def count_tail_parallel(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
-                        bound, w, LO, HI):
+                        bound, w, LO, HI, mark_slot, mark_lo, mark_size):
     """``count_tail`` over chunks of rows on all cores (for whole-graph counts)."""
     n = bound.shape[0]
-    n_chunks = min(n, 512)
+    n_chunks = min(n, 64)
     bad = np.full(n_chunks, -1, dtype=np.int64)
     sums = np.zeros(n_chunks, dtype=np.int64)
     for c in prange(n_chunks):
         r0 = c * n // n_chunks
         r1 = (c + 1) * n // n_chunks
         b, s = _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
-                                bound, w, LO, HI, r0, r1)
+                                bound, w, LO, HI, mark_slot, mark_lo, mark_size, r0, r1)
         bad[c] = b
         sums[c] = s
     total = np.int64(0)
