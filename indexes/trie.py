@@ -26,6 +26,7 @@ import numpy.typing as npt
 from wcoj.errors import ArityMismatchError
 from wcoj.extenders import TrieArrays, descend
 from wcoj.kernels.intersect import find_in_ranges
+from wcoj.kernels.rowops import trie_levels_into
 from wcoj.zset import ZSet
 
 __all__ = ["Trie", "TrieView"]
@@ -39,6 +40,7 @@ def _ro(a: np.ndarray) -> np.ndarray:
     return a
 
 
+CACHE_ROWS = 1 << 14  # tries up to this many rows keep their Z-set (a tick's runs merge often)
 DENSE_SPAN = 32  # keep a direct index of level 0 when its value span is at most 32x its size
 
 
@@ -66,7 +68,7 @@ class Trie:
     order (they are sorted lexicographically, which is what the levels need).
     """
 
-    __slots__ = ("values", "offsets", "weights", "arity", "n_rows", "arrays")
+    __slots__ = ("values", "offsets", "weights", "arity", "n_rows", "arrays", "_rows")
 
     def __init__(self, values: list[I64], offsets: list[I64], weights: I64, arity: int):
         self.values = tuple(_ro(v) for v in values)
@@ -75,26 +77,25 @@ class Trie:
         self.arity = arity
         self.n_rows = int(self.weights.shape[0])
         self.arrays = TrieArrays(self.values, self.offsets, self.weights, *_directory(self.values[0]))
+        self._rows = None  # the Z-set it was built from, kept for small tries (merges read it)
 
     @classmethod
     def from_zset(cls, z: ZSet) -> Trie:
-        """Levels of ``z`` (consolidated, so sorted). Complexity: O(n * arity)."""
+        """Levels of ``z`` (consolidated, so sorted): one pass over the rows, O(n * arity)."""
         keys, n, r = z.keys, len(z), z.arity
         if r == 0:
             raise ArityMismatchError("trie", 1, 0, "a trie needs at least one column")
-        change = np.zeros(max(n - 1, 0), dtype=bool)
-        starts = []
-        for j in range(r):
-            if j < r - 1:
-                change |= keys[1:, j] != keys[:-1, j]
-                starts.append(np.flatnonzero(np.concatenate(([True], change))) if n else
-                              np.zeros(0, dtype=np.int64))
-            else:
-                starts.append(np.arange(n, dtype=np.int64))
-        values = [keys[s, j] for j, s in enumerate(starts)]
-        offsets = [np.append(np.searchsorted(starts[j + 1], starts[j]), len(starts[j + 1]))
-                   for j in range(r - 1)]
-        return cls(values, offsets, z.weights, r)
+        starts = np.empty((r, n), dtype=np.int64)
+        offs = np.empty((max(r - 1, 1), n + 1), dtype=np.int64)
+        counts = np.empty(r, dtype=np.int64)
+        trie_levels_into(keys, starts, offs, counts)
+        values = [keys[starts[j, :counts[j]], j] for j in range(r - 1)] + [keys[:, r - 1]]
+        offsets = [offs[j, :counts[j] + 1] if 2 * counts[j] > n else offs[j, :counts[j] + 1].copy()
+                   for j in range(r - 1)]  # a short level does not pin the whole buffer
+        t = cls(values, offsets, z.weights, r)
+        if n <= CACHE_ROWS:
+            t._rows = z
+        return t
 
     @classmethod
     def empty(cls, arity: int) -> Trie:
@@ -102,6 +103,8 @@ class Trie:
 
     def to_zset(self) -> ZSet:
         """The rows again (sorted in the trie's column order)."""
+        if self._rows is not None:
+            return self._rows
         cols = [self.values[-1]]
         idx = np.arange(self.n_rows, dtype=np.int64)
         for j in range(self.arity - 2, -1, -1):

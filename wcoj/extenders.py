@@ -42,7 +42,7 @@ class TrieArrays:
     arrays, whose per-access cost in Numba grows with its length.
     """
 
-    __slots__ = ("values", "offsets", "weights", "dense0", "base0", "_table")
+    __slots__ = ("values", "offsets", "weights", "dense0", "base0", "_table", "_stats")
 
     def __init__(self, values, offsets, weights, dense0=None, base0: int = 0):
         c = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
@@ -52,30 +52,37 @@ class TrieArrays:
         self.dense0 = c(dense0) if dense0 is not None else np.zeros(0, dtype=np.int64)
         self.base0 = int(base0)
         self._table = None
+        self._stats = None
 
     def __repr__(self) -> str:
         return f"TrieArrays(arity={len(self.values)}, rows={self.weights.shape[0]})"
 
     def table(self) -> I64:
-        """``int64[arity, 9]``: per level ``j`` the address and length of ``values[j]``, the
-        address of ``offsets[j]`` (of ``weights`` at the last level), for level 0 the
-        address, length and base of ``dense0`` (zeros elsewhere), and 1 in the last
-        column of the last level when every weight is 1 (a set: counts need no products),
-        then the smallest and largest value of the level. Valid while ``self`` lives."""
+        """``int64[arity, 6]``: per level ``j`` the address and length of ``values[j]``, the
+        address of ``offsets[j]`` (of ``weights`` at the last level), and for level 0 the
+        address, length and base of ``dense0`` (zeros elsewhere). Valid while ``self`` lives."""
         if self._table is None:
             addr = lambda a: a.__array_interface__["data"][0]  # noqa: E731
-            t = np.zeros((len(self.values), 9), dtype=np.int64)
-            t[-1, 6] = int(bool(np.all(self.weights == 1)))
-            for j, v in enumerate(self.values):
-                if v.shape[0]:
-                    t[j, 7:] = (v.min(), v.max())
+            t = np.zeros((len(self.values), 6), dtype=np.int64)
             for j, v in enumerate(self.values):
                 nxt = self.offsets[j] if j < len(self.offsets) else self.weights
                 t[j, :3] = (addr(v), v.shape[0], addr(nxt))
             if self.dense0.shape[0]:
-                t[0, 3:6] = (addr(self.dense0), self.dense0.shape[0], self.base0)
+                t[0, 3:] = (addr(self.dense0), self.dense0.shape[0], self.base0)
             self._table = t
         return self._table
+
+    def stats(self) -> I64:
+        """``int64[arity, 3]``: per level the smallest and largest value, and (last level
+        only) 1 when every weight is 1 (a set: counts need no products). Cached; O(n) once."""
+        if self._stats is None:
+            t = np.zeros((len(self.values), 3), dtype=np.int64)
+            for j, v in enumerate(self.values):
+                if v.shape[0]:
+                    t[j, :2] = (v.min(), v.max())
+            t[-1, 2] = int(bool(np.all(self.weights == 1)))
+            self._stats = t
+        return self._stats
 
 
 @runtime_checkable

@@ -138,7 +138,16 @@ class _Level:
     last: list[bool] = field(default_factory=list)   # per participating atom: last column?
 
 
-def _plan(atoms: Sequence[Atom], order: Sequence[str], filters: Sequence = ()) -> list[_Level]:
+class _Plan(list):
+    """The levels of a join, and the slot skeletons of ``_TrieRun`` cached per part layout
+    (a cached plan is reused every tick; its skeleton changes only when runs do)."""
+
+    def __init__(self, levels=()):
+        super().__init__(levels)
+        self.skeletons: dict = {}
+
+
+def _plan(atoms: Sequence[Atom], order: Sequence[str], filters: Sequence = ()) -> _Plan:
     pos = {v: i for i, v in enumerate(order)}
     if len(pos) != len(order):
         raise QueryError(f"variable order {list(order)} repeats a variable")
@@ -149,7 +158,7 @@ def _plan(atoms: Sequence[Atom], order: Sequence[str], filters: Sequence = ()) -
         levels = [pos[v] for v in a.variables]
         if levels != sorted(levels):
             raise QueryError(f"{a}: its columns must follow the variable order {list(order)}")
-    plan = []
+    plan = _Plan()
     for v in order:
         inv = [i for i, a in enumerate(atoms) if v in a.variables]
         if not inv:
@@ -259,11 +268,55 @@ class _TrieRun:
             self.parts.extend(ps)
         self.atoms, self.plan = atoms, plan
         self.empty = any(not ps for ps in self.atom_parts)  # an atom with no rows: no result
-        # per level: the parts taking part (grouped by atom) and where each atom's start;
-        # kept here, not on the (cacheable, data-independent) plan
-        self.lv_parts = [[q for i in lv.atoms for q in self.atom_parts[i]] for lv in plan]
-        self.lv_atom_start = [np.cumsum([0] + [len(self.atom_parts[i]) for i in lv.atoms]).astype(np.int64)
-                              for lv in plan]
+        self._levels = None
+
+    def _level_parts(self):
+        """Per level: the parts taking part (grouped by atom) and where each atom's start
+        (the sliced path only; kept here, not on the cacheable, data-independent plan)."""
+        if self._levels is None:
+            lv_parts = [[q for i in lv.atoms for q in self.atom_parts[i]] for lv in self.plan]
+            starts = [np.cumsum([0] + [len(self.atom_parts[i]) for i in lv.atoms]).astype(np.int64)
+                      for lv in self.plan]
+            self._levels = (lv_parts, starts)
+        return self._levels
+
+    @property
+    def lv_parts(self):
+        return self._level_parts()[0]
+
+    @property
+    def lv_atom_start(self):
+        return self._level_parts()[1]
+
+    def _skeleton(self):
+        """The data-independent part of the slot program, cached on the plan per number of
+        parts of each atom: per slot its atom, column depth, last flag and part; per level
+        its slots, atoms and ``<`` bounds (see ``kernels.term``)."""
+        key = tuple(len(ps) for ps in self.atom_parts)
+        cache = self.plan.skeletons if isinstance(self.plan, _Plan) else {}
+        if key not in cache:
+            slot_part, slot_depth, slot_last = [], [], []
+            level_slots, level_atoms, atom_bounds = [0], [0], []
+            bnd_off, bnd_col, bnd_upper = [0], [], []
+            for lv in self.plan:
+                for k, i in enumerate(lv.atoms):
+                    atom_bounds.append(len(slot_part))
+                    for q in self.atom_parts[i]:
+                        slot_part.append(q)
+                        slot_depth.append(lv.depth[k])
+                        slot_last.append(int(lv.last[k]))
+                atom_bounds.append(len(slot_part))
+                level_slots.append(len(slot_part))
+                level_atoms.append(len(atom_bounds))
+                for c, upper in lv.bounds:
+                    bnd_col.append(c)
+                    bnd_upper.append(upper)
+                bnd_off.append(len(bnd_col))
+            i64 = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
+            cache[key] = (i64(slot_part), i64(slot_depth), i64(slot_last),
+                          (i64(level_slots), i64(level_atoms), i64(atom_bounds), i64(bnd_off),
+                           i64(bnd_col), i64(bnd_upper)))
+        return cache[key]
 
     def whole(self, count_only: bool):
         """The join in one or two jitted calls (``kernels.term``), or ``None`` when a level's
@@ -275,34 +328,27 @@ class _TrieRun:
         plan = self.plan
         if any(not is_bound for lv in plan for _, _, is_bound in lv.filters):
             return None
-        rows = []
-        level_slots, level_atoms, atom_bounds = [0], [0], []
-        bnd_off, bnd_col, bnd_upper = [0], [], []
+        slot_part, slot_depth, slot_last, shape = self._skeleton()
         tables = [p.table() for p in self.parts]
-        spans = []  # per slot: (smallest, largest) value
-        for level, lv in enumerate(plan):
-            for k, i in enumerate(lv.atoms):
-                atom_bounds.append(len(rows))
-                d, last = lv.depth[k], int(lv.last[k])
-                for q in self.atom_parts[i]:
-                    t = tables[q][d]
-                    rows.append((t[0], t[1], t[2], t[3], t[4], t[5], last, q, t[6]) if d == 0 else
-                                (t[0], t[1], t[2], 0, 0, 0, last, q, t[6]))
-                    spans.append((int(t[7]), int(t[8])))
-            atom_bounds.append(len(rows))
-            level_slots.append(len(rows))
-            level_atoms.append(len(atom_bounds))
-            for c, upper in lv.bounds:
-                bnd_col.append(c)
-                bnd_upper.append(upper)
-            bnd_off.append(len(bnd_col))
-        i64 = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
-        prog = (np.array(rows, dtype=np.int64).reshape(-1, SLOT_FIELDS), i64(level_slots),
-                i64(level_atoms), i64(atom_bounds), i64(bnd_off), i64(bnd_col), i64(bnd_upper))
-        _, _, lo, hi = self.start()
+        first = np.cumsum([0] + [t.shape[0] for t in tables[:-1]])  # each part's level-0 row
+        at = first[slot_part] + slot_depth
+        S = np.zeros((at.shape[0], SLOT_FIELDS), dtype=np.int64)
+        S[:, :6] = np.concatenate(tables)[at]
+        S[slot_depth > 0, 3:6] = 0            # directories index level 0 only
+        S[:, 6] = slot_last
+        S[:, 7] = slot_part
+        if count_only:
+            stats = np.concatenate([p.stats() for p in self.parts])[at]
+            S[:, 8] = stats[:, 2]
+        prog = (S,) + shape
         n_levels = len(plan)
+        lo = np.zeros(len(self.parts), dtype=np.int64)
+        hi = np.array([t[0, 1] for t in tables], dtype=np.int64)
+        if any(a.constants for a in self.atoms):
+            _, _, lo2, hi2 = self.start()
+            lo, hi = lo2[0], hi2[0]
         stop = max(n_levels - 2, 0) if count_only else n_levels
-        status, bound, w, LO, HI = run_levels(*prog, lo[0], hi[0], stop, SLICE_ROWS)
+        status, bound, w, LO, HI = run_levels(*prog, lo, hi, stop, SLICE_ROWS)
         if status == TOO_BIG:
             return None
         if status < 0:
@@ -311,29 +357,29 @@ class _TrieRun:
         if not count_only:
             return bound, w
         kernel = count_tail_parallel if status >= PARALLEL_TAIL_ROWS else count_tail
-        bad, total = kernel(*prog, bound, w, LO, HI, *self._mark(prog, spans, n_levels, status))
+        bad, total = kernel(*prog, bound, w, LO, HI, *self._mark(prog, stats, n_levels, status))
         if bad >= 0:
             raise WeightOverflowError(f"the weighted count under prefix {bound[bad].tolist()} does not fit in int64")
         return int(total)
 
     @staticmethod
-    def _mark(prog, spans, n_levels: int, n_rows: int) -> tuple[int, int, int]:
+    def _mark(prog, stats, n_levels: int, n_rows: int) -> tuple[int, int, int]:
         """``(mark_slot, mark_lo, mark_size)`` for ``count_tail``, or ``(-1, 0, 0)``.
 
         A byte map pays when the last level has two single-part set atoms, one of them
         fixed per row of the frontier (its part is not in the level before), and that
-        side's values span at most ``MARK_SPAN`` (one map per thread, cleared per row).
+        side's values span at most ``MARK_SPAN`` (one map per chunk of rows, cleared per row).
         """
         S, level_slots = prog[0], prog[1]
         if n_levels < 2 or n_rows < PARALLEL_TAIL_ROWS:
             return -1, 0, 0
         t0, t1 = int(level_slots[-2]), int(level_slots[-1])
         p0, p1 = int(level_slots[-3]), int(level_slots[-2])
-        if t1 - t0 != 2 or not (S[t0:t1, SLOT_FIELDS - 1] == 1).all():
+        if t1 - t0 != 2 or not (S[t0:t1, 8] == 1).all():
             return -1, 0, 0
         before = set(S[p0:p1, 7].tolist())  # part columns of the level before
         for f in (t0, t0 + 1):
-            lo, hi = spans[f]
+            lo, hi = int(stats[f, 0]), int(stats[f, 1])
             if int(S[f, 7]) not in before and S[f, 1] > 0 and hi - lo < MARK_SPAN:
                 return f, lo, hi - lo + 1
         return -1, 0, 0

@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from wcoj.errors import ArityMismatchError, InputError, WeightOverflowError
 from wcoj.kernels import weights as wk
+from wcoj.kernels.rowops import SMALL_ROWS, merge_rows_into, sort_small_into
 from wcoj.rows import is_sorted_unique, packed_sort, packing_for, sorted_runs
 
 __all__ = ["ZSet", "consolidate", "checked_weights", "raise_overflow"]
@@ -110,6 +111,14 @@ def consolidate(keys: Any, weights: Any) -> tuple[I64, I64]:
     """
     keys = _as_keys(keys)
     weights = checked_weights(weights, keys.shape[0])
+    n = keys.shape[0]
+    if 0 < n <= SMALL_ROWS and keys.shape[1]:  # a tick's few rows: one kernel call
+        out_k, out_w = np.empty_like(keys), np.empty(n, dtype=np.int64)
+        m, bad = sort_small_into(keys, weights, out_k, out_w)
+        if bad >= 0:
+            row = keys[bad]
+            _raise_sum_overflow(row, weights[(keys == row).all(axis=1)])
+        return out_k[:m], out_w[:m]
     if is_sorted_unique(keys):
         keep = weights != 0
         if keep.all():
@@ -160,19 +169,16 @@ def _raise_sum_overflow(row: I64, w: I64) -> None:
 
 
 def _merge_plus(a_keys: I64, a_weights: I64, b_keys: I64, b_weights: I64) -> tuple[I64, I64]:
-    """The plus of two consolidated Z-sets as one linear merge of their packed rows."""
-    p = packing_for([a_keys, b_keys])
-    if p is None:  # wider than 63 bits: sort the two runs end to end
-        return _sum_runs(np.concatenate([a_keys, b_keys]), np.concatenate([a_weights, b_weights]),
-                         merge=True)
+    """The plus of two consolidated Z-sets as one linear merge of their rows."""
     n = a_keys.shape[0] + b_keys.shape[0]
-    out_keys, out_w = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-    m, bad = wk.merge_add_into(p.pack(a_keys), a_weights, p.pack(b_keys), b_weights, out_keys, out_w)
+    out_keys = np.empty((n, a_keys.shape[1]), dtype=np.int64)
+    out_w = np.empty(n, dtype=np.int64)
+    m, bad = merge_rows_into(a_keys, a_weights, b_keys, b_weights, out_keys, out_w)
     if bad >= 0:
         row = a_keys[bad]
         at = int(np.flatnonzero((b_keys == row).all(axis=1))[0])
         _raise_sum_overflow(row, np.array([a_weights[bad], b_weights[at]]))
-    return p.unpack(out_keys[:m]), out_w[:m].copy()
+    return out_keys[:m], out_w[:m]
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
