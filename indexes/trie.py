@@ -23,10 +23,11 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from wcoj.errors import ArityMismatchError
+from wcoj.errors import ArityMismatchError, WeightOverflowError
 from wcoj.extenders import TrieArrays, descend
 from wcoj.kernels.intersect import find_in_ranges
 from wcoj.kernels.rowops import trie_levels_into
+from wcoj.kernels.term import row_weights
 from wcoj.zset import ZSet
 
 __all__ = ["Trie", "TrieView"]
@@ -197,11 +198,17 @@ class TrieView:
 
     def weight(self, rows: I64) -> I64:
         rows = np.ascontiguousarray(rows, dtype=np.int64)
-        total = np.zeros(rows.shape[0], dtype=np.int64)
-        for p in self.parts:
-            lo, hi = p.descend(rows)
-            total += np.where(hi > lo, p.weights[np.minimum(lo, max(p.n_rows - 1, 0))], 0)
-        return total
+        out = np.zeros(rows.shape[0], dtype=np.int64)
+        if not self.parts or not rows.shape[0]:
+            return out
+        if rows.shape[1] != self.arity:
+            raise ArityMismatchError("weight lookup", self.arity, rows.shape[1])
+        tables = [p.arrays.table() for p in self.parts]
+        first = np.cumsum([0] + [self.arity] * (len(tables) - 1)).astype(np.int64)
+        bad = row_weights(np.concatenate(tables), first, rows, out)
+        if bad >= 0:
+            raise WeightOverflowError(f"the weights of row {tuple(rows[bad].tolist())} sum beyond int64")
+        return out
 
     def to_zset(self) -> ZSet:
         """The consolidated sum of the parts (in this view's column order)."""

@@ -524,3 +524,43 @@ def count_tail_parallel(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_c
             return c * n // n_chunks, np.int64(0)
         total += sums[c]
     return -1, total
+
+
+@njit(cache=True, nogil=True)
+def row_weights(T, first, rows, out):
+    """``out[i]``: the weight of ``rows[i]`` summed over every part (0 where absent).
+
+    ``T`` stacks the parts' ``TrieArrays.table()`` rows; part ``q``'s level ``j`` is row
+    ``first[q] + j``; ``rows`` is ``int64[n, arity]``. Level 0 is looked up in the part's
+    directory when it has one, every other level by binary search in its parent's range.
+    """
+    n, r = rows.shape
+    for i in range(n):
+        total = np.int64(0)
+        for q in range(first.shape[0]):
+            t = first[q]
+            lo, hi = np.int64(0), T[t, 1]
+            found = True
+            for j in range(r):
+                x = rows[i, j]
+                if j == 0 and T[t, 4] > 0:
+                    k = x - T[t, 5]
+                    p = _load(T[t, 3], k) if 0 <= k < T[t, 4] else -1
+                else:
+                    p = _bsearch(T[t + j, 0], lo, hi, x)
+                    if p >= hi or _load(T[t + j, 0], p) != x:
+                        p = -1
+                if p < 0:
+                    found = False
+                    break
+                if j < r - 1:
+                    lo, hi = _load(T[t + j, 2], p), _load(T[t + j, 2], p + 1)
+                else:
+                    lo = p
+            if found:
+                w = _load(T[t + r - 1, 2], lo)
+                if _add_overflows(total, w):
+                    return i
+                total += w
+        out[i] = total
+    return -1
