@@ -366,16 +366,17 @@ class _TrieRun:
     def _mark(prog, stats, n_levels: int, n_rows: int) -> tuple[int, int, int]:
         """``(mark_slot, mark_lo, mark_size)`` for ``count_tail``, or ``(-1, 0, 0)``.
 
-        A byte map pays when the last level has two single-part set atoms, one of them
+        A byte map pays when the last level has two atoms of one set part each, one of them
         fixed per row of the frontier (its part is not in the level before), and that
         side's values span at most ``MARK_SPAN`` (one map per chunk of rows, cleared per row).
         """
-        S, level_slots = prog[0], prog[1]
+        S, level_slots, level_atoms = prog[0], prog[1], prog[2]
         if n_levels < 2 or n_rows < PARALLEL_TAIL_ROWS:
             return -1, 0, 0
         t0, t1 = int(level_slots[-2]), int(level_slots[-1])
         p0, p1 = int(level_slots[-3]), int(level_slots[-2])
-        if t1 - t0 != 2 or not (S[t0:t1, 8] == 1).all():
+        two_atoms = int(level_atoms[-1] - level_atoms[-2]) - 1 == 2  # not one atom of two parts
+        if t1 - t0 != 2 or not two_atoms or not (S[t0:t1, 8] == 1).all():
             return -1, 0, 0
         before = set(S[p0:p1, 7].tolist())  # part columns of the level before
         for f in (t0, t0 + 1):
