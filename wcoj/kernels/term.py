@@ -118,7 +118,7 @@ def _narrow(addr, lo, hi, x, upper):
     return (lo, left) if upper else (left, hi)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _ranges(l, r, S, level_slots, bnd_off, bnd_col, bnd_upper, LO, HI, bound, lo, hi):
     """Row ``r``'s ranges for level ``l``'s slots into ``lo``/``hi``, narrowed by the
     level's ``<`` filters against ``bound[r]`` (the values bound so far)."""
@@ -133,7 +133,7 @@ def _ranges(l, r, S, level_slots, bnd_off, bnd_col, bnd_upper, LO, HI, bound, lo
             lo[j], hi[j] = _narrow(S[s0 + j, V], lo[j], hi[j], b, bnd_upper[i] != 0)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _proposer(lo, hi, ab, a0, n_atoms, s0):
     """(atom with the fewest candidates, its count), or (-1, 0) when an atom has none."""
     best, best_size = -1, 0
@@ -148,7 +148,7 @@ def _proposer(lo, hi, ab, a0, n_atoms, s0):
     return best, best_size
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _next(S, s0, ab, a0, n_atoms, best, lo, hi, cur, hits):
     """The next value all atoms hold, with each slot's position in ``hits`` (-1 absent).
 
@@ -201,7 +201,7 @@ def _next(S, s0, ab, a0, n_atoms, best, lo, hi, cur, hits):
             return True, x
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _weight(wt, S, s0, ab, a0, n_atoms, hits):
     """``wt`` times each ending atom's summed leaf weight; ``(False, _)`` on overflow."""
     for a in range(n_atoms):
@@ -305,7 +305,7 @@ def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
     return bound.shape[0], bound, w, LO, HI
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _count_two(S, sa, la, ha, sb, lb, hb):
     """Sum over the common values of two single-part ranges of the product of their leaf
     weights (the count itself when both parts are sets). Returns ``(ok, sum)``."""
@@ -339,7 +339,7 @@ def _count_two(S, sa, la, ha, sb, lb, hb):
     return True, acc
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _count_last(l, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
                 LO, HI, bound, r, lo, hi, cur, hits):
     """Sum over the last level's matches of row ``r`` of the product of atom weights.
