@@ -1,12 +1,15 @@
 """Generic Join, breadth first over whole frontiers, and its incremental form.
 
 ``generic_join`` evaluates a conjunctive query ``A1 ⋈ ... ⋈ An`` one variable per level
-(Ngo, Porat, Ré, Rudra; "Generic Join", Alg. 2): the frontier of all prefixes of a level is
-extended in one jitted call that intersects the candidates of every atom containing the
-variable, the smallest proposing, galloping through the others. Intermediate levels carry
-no weight; an atom's weight multiplies in at its last variable. The frontier is processed
-in slices of bounded size, depth first across slices, so a huge output (a hub edge closing
-millions of triangles) streams instead of exhausting memory.
+(Ngo, Porat, Ré, Rudra; "Generic Join", Alg. 2): every prefix of a level's frontier is
+extended by intersecting the candidates of every atom containing the variable, the
+smallest proposing, the others searched (galloping, or one directory access for a whole
+level 0). Intermediate levels carry no weight; an atom's weight multiplies in at its last
+variable. Over tries the whole loop runs inside one jitted call (``kernels.term``; a count
+fuses its last two levels). When a level's frontier would exceed ``SLICE_ROWS`` rows, the
+join falls back to one jitted call per level over slices of bounded size, depth first
+across slices (``kernels.frontier``), so a huge output (a hub edge closing millions of
+triangles) streams instead of exhausting memory.
 
 ``IncrementalGenericJoin`` maintains the query under changes with the telescoping delta
 rule (DESIGN.md, "The incremental join, exactly")::

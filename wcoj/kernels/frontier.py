@@ -1,7 +1,9 @@
 """One Generic Join level, extended and carried forward in a single jitted pass.
 
-``extend_frontier`` does for a whole frontier what the level loop of ``generic_join``
-needs: it intersects the candidates of the atoms containing the level's variable (see
+The sliced path of ``generic_join``: a join whose frontier fits ``SLICE_ROWS`` runs all
+its levels in one call (``kernels.term``); a bigger one is extended level by level over
+slices of the frontier, one call of these kernels per slice. ``extend_frontier`` does for
+one slice what the level loop needs: it intersects the candidates of the atoms containing the level's variable (see
 ``intersect.extend_level`` for the parts/ranges contract), multiplies in the weights of
 the atoms whose last column this is, and writes the next frontier directly: the bound
 values, every part's candidate range for the next level (CSR offsets at the hit), and the
