@@ -209,6 +209,8 @@ def _weight(wt, S, s0, ab, a0, n_atoms, hits):
         if S[q0, LAST] == 0:
             continue
         s = np.int64(0)
+        if ab[a0 + a + 1] - q0 == 1 and S[q0, UNIT] != 0:  # one part, a set: weight 1
+            continue
         for q in range(q0, ab[a0 + a + 1]):
             h = hits[q - s0]
             if h >= 0:
