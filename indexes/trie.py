@@ -120,9 +120,9 @@ class Trie:
         return self.n_rows
 
     def nbytes(self) -> int:
-        """Bytes held by the arrays."""
+        """Bytes held by the arrays, the level-0 directory included."""
         return int(sum(v.nbytes for v in self.values) + sum(o.nbytes for o in self.offsets)
-                   + self.weights.nbytes)
+                   + self.weights.nbytes + self.arrays.dense0.nbytes)
 
     def __repr__(self) -> str:
         return f"Trie(arity={self.arity}, rows={self.n_rows})"
