@@ -12,10 +12,10 @@ The degree cap keeps the from-scratch 4-cycle count (done twice: at the start an
 the closing check) affordable; its cost grows with the number of 2-paths, sum(deg^2).
 Measured with the defaults (1,000,000 edges, 453,898 nodes, max degree 62, sum deg^2
 22.5M; 175 triangles and 1,360 4-cycles at the start, 210 and 1,825 after 100 ticks) on a
-quiet 2-core machine: generation 3.3 s, load 0.3 s, triangle count from scratch 0.3 s,
-4-cycle count 4.1 s, ticks of 1,000 changes 67.6 ms median (the 4-cycle view's terms
-dominate; the first tick, 702 ms, also pays for Numba compilation), closing check 9.0 s,
-OK, 24.9 s in all. ``--edges 100000`` runs in a few seconds.
+quiet 2-core machine: generation 3.4 s, load 0.4 s, triangle count from scratch 0.3 s,
+4-cycle count 3.3 s, ticks of 1,000 changes 62.6 ms median (the 4-cycle view's terms
+dominate; the first tick, 535 ms, also pays for Numba compilation), closing check 7.7 s,
+OK, 22.2 s in all. ``--edges 100000`` runs in a few seconds.
 
 Relies on :mod:`queries.graph` and :mod:`queries.graphio`; used by the README and the
 ``wcoj demo`` command.

@@ -139,6 +139,8 @@ class _Level:
     bounds: list = field(default_factory=list)       # (column, upper): var > col / var < col
     depth: list[int] = field(default_factory=list)   # per participating atom: its column index
     last: list[bool] = field(default_factory=list)   # per participating atom: last column?
+    unequal: list = field(default_factory=list)      # columns var must differ from (!= filters)
+    in_kernel: bool = True                           # every filter here is a bound or an !=
 
 
 class _Plan(list):
@@ -184,6 +186,10 @@ def _plan(atoms: Sequence[Atom], order: Sequence[str], filters: Sequence = ()) -
             # x < y narrows the candidate ranges of the later variable (a trie is sorted)
             x, y = cols
             lv.bounds.append((x, False) if y > x else (y, True))
+        elif fn is np.not_equal and len(cols) == 2 and cols[0] != cols[1]:
+            lv.unequal.append(min(cols))  # the whole-join kernel skips such candidates
+        else:
+            lv.in_kernel = False
         lv.filters.append((cols, fn, f[0] == "<" and cols[0] != cols[1]))
     return plan
 
@@ -301,6 +307,7 @@ class _TrieRun:
             slot_part, slot_depth, slot_last = [], [], []
             level_slots, level_atoms, atom_bounds = [0], [0], []
             bnd_off, bnd_col, bnd_upper = [0], [], []
+            ne_off, ne_col = [0], []
             for lv in self.plan:
                 for k, i in enumerate(lv.atoms):
                     atom_bounds.append(len(slot_part))
@@ -315,21 +322,23 @@ class _TrieRun:
                     bnd_col.append(c)
                     bnd_upper.append(upper)
                 bnd_off.append(len(bnd_col))
+                ne_col.extend(lv.unequal)
+                ne_off.append(len(ne_col))
             i64 = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
             cache[key] = (i64(slot_part), i64(slot_depth), i64(slot_last),
                           (i64(level_slots), i64(level_atoms), i64(atom_bounds), i64(bnd_off),
-                           i64(bnd_col), i64(bnd_upper)))
+                           i64(bnd_col), i64(bnd_upper), i64(ne_off), i64(ne_col)))
         return cache[key]
 
     def whole(self, count_only: bool):
         """The join in one or two jitted calls (``kernels.term``), or ``None`` when a level's
-        frontier would exceed ``SLICE_ROWS`` rows or a filter is not a ``<`` bound (the
-        caller then streams level by level in slices).
+        frontier would exceed ``SLICE_ROWS`` rows or a filter is neither a ``<`` bound nor
+        an ``!=`` between two variables (the caller then streams level by level in slices).
 
         Returns the count, or ``(bound, w)``.
         """
         plan = self.plan
-        if any(not is_bound for lv in plan for _, _, is_bound in lv.filters):
+        if not all(lv.in_kernel for lv in plan):
             return None
         slot_part, slot_depth, slot_last, shape = self._skeleton()
         tables = [p.table() for p in self.parts]
@@ -373,9 +382,9 @@ class _TrieRun:
         fixed per row of the frontier (its part is not in the level before), and that
         side's values span at most ``MARK_SPAN`` (one map per chunk of rows, cleared per row).
         """
-        S, level_slots, level_atoms = prog[0], prog[1], prog[2]
-        if n_levels < 2 or n_rows < PARALLEL_TAIL_ROWS:
-            return -1, 0, 0
+        S, level_slots, level_atoms, ne_off = prog[0], prog[1], prog[2], prog[7]
+        if n_levels < 2 or n_rows < PARALLEL_TAIL_ROWS or ne_off[-1] != ne_off[-2]:
+            return -1, 0, 0  # (an != on the last variable needs every match looked at)
         t0, t1 = int(level_slots[-2]), int(level_slots[-1])
         p0, p1 = int(level_slots[-3]), int(level_slots[-2])
         two_atoms = int(level_atoms[-1] - level_atoms[-2]) - 1 == 2  # not one atom of two parts

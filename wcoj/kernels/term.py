@@ -23,7 +23,8 @@ The caller keeps the arrays alive during the call. Level ``l`` owns slots
 ``atom_bounds[level_atoms[l]:level_atoms[l + 1]]`` are the atoms' first slots followed
 by the level's end. ``<`` filters narrow ranges: ``bnd_col[i]``, ``bnd_upper[i]`` for
 ``i`` in ``bnd_off[l]:bnd_off[l + 1]`` (upper 0: the value must exceed the bound column,
-1: stay below it).
+1: stay below it). ``!=`` filters skip candidates: the value must differ from column
+``ne_col[i]`` for ``i`` in ``ne_off[l]:ne_off[l + 1]``.
 
 When a part's range is the whole of its level 0 and the part has a directory, a value is
 found by one array access instead of a search: this is what makes a tick's probes of the
@@ -201,6 +202,15 @@ def _next(S, s0, ab, a0, n_atoms, best, lo, hi, cur, hits):
             return True, x
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _distinct(x, bound, r, ne_off, ne_col, l):
+    """Whether ``x`` differs from every column level ``l``'s ``!=`` filters name."""
+    for i in range(ne_off[l], ne_off[l + 1]):
+        if bound[r, ne_col[i]] == x:
+            return False
+    return True
+
+
 @njit(cache=True, nogil=True)
 def _weight(wt, S, s0, ab, a0, n_atoms, hits):
     """``wt`` times each ending atom's summed leaf weight; ``(False, _)`` on overflow."""
@@ -227,8 +237,8 @@ def _weight(wt, S, s0, ab, a0, n_atoms, hits):
 
 
 @njit(cache=True, nogil=True)
-def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, LO0, HI0,
-               stop_level, limit):
+def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col,
+               LO0, HI0, stop_level, limit):
     """Materialise the frontier after levels ``0 .. stop_level - 1``.
 
     Starts from one empty prefix whose part ranges are ``LO0``/``HI0`` (``int64[P]``).
@@ -279,6 +289,8 @@ def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
                 ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits)
                 if not ok:
                     break
+                if not _distinct(x, bound, r, ne_off, ne_col, l):
+                    continue
                 fine, wt = _weight(w[r], S, s0, atom_bounds, a0, n_atoms, hits)
                 if not fine:
                     return -1 - r, bound, w, LO, HI
@@ -343,7 +355,7 @@ def _count_two(S, sa, la, ha, sb, lb, hb):
 
 @njit(cache=True, nogil=True)
 def _count_last(l, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
-                LO, HI, bound, r, lo, hi, cur, hits):
+                ne_off, ne_col, LO, HI, bound, r, lo, hi, cur, hits):
     """Sum over the last level's matches of row ``r`` of the product of atom weights.
 
     Returns ``(ok, sum)``; ``ok`` False on overflow.
@@ -352,7 +364,7 @@ def _count_last(l, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, b
     a0 = level_atoms[l]
     n_atoms = level_atoms[l + 1] - a0 - 1
     _ranges(l, r, S, level_slots, bnd_off, bnd_col, bnd_upper, LO, HI, bound, lo, hi)
-    if s1 - s0 == 2 and n_atoms == 2:  # two atoms of one part each: a tight merge
+    if s1 - s0 == 2 and n_atoms == 2 and ne_off[l] == ne_off[l + 1]:  # a tight merge
         return _count_two(S, s0, lo[0], hi[0], s0 + 1, lo[1], hi[1])
     best, _ = _proposer(lo, hi, atom_bounds, a0, n_atoms, s0)
     acc = np.int64(0)
@@ -364,6 +376,8 @@ def _count_last(l, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, b
         ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits)
         if not ok:
             return True, acc
+        if not _distinct(x, bound, r, ne_off, ne_col, l):
+            continue
         fine, p = _weight(np.int64(1), S, s0, atom_bounds, a0, n_atoms, hits)
         if not fine or _add_overflows(acc, p):
             return False, acc
@@ -372,7 +386,7 @@ def _count_last(l, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, b
 
 @njit(cache=True, nogil=True)
 def _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
-                     bound, w, LO, HI, mark_slot, mark_lo, mark_size, r0, r1):
+                     ne_off, ne_col, bound, w, LO, HI, mark_slot, mark_lo, mark_size, r0, r1):
     """Weighted count of the completions of rows ``r0:r1`` over the last one or two levels.
 
     ``mark_slot`` >= 0 names a last-level slot whose range is fixed per row (its part
@@ -398,7 +412,7 @@ def _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
     if L == n_levels - 1:  # one level left: count it directly
         for r in range(r0, r1):
             ok, s = _count_last(L, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
-                                LO, HI, bound, r, lo, hi, cur, hits)
+                                ne_off, ne_col, LO, HI, bound, r, lo, hi, cur, hits)
             if not ok or _mul_overflows(s, w[r]) or _add_overflows(total, s * w[r]):
                 return r, np.int64(0)
             total += s * w[r]
@@ -443,6 +457,8 @@ def _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
             ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits)
             if not ok:
                 break
+            if not _distinct(x, bound, r, ne_off, ne_col, l):
+                continue
             fine, wt = _weight(np.int64(1), S, s0, atom_bounds, a0, n_atoms, hits)
             if not fine:
                 return r, np.int64(0)
@@ -476,7 +492,8 @@ def _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
                     ok2 = True
             else:
                 ok2, s = _count_last(l + 1, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
-                                     bnd_upper, one_lo, one_hi, one_b, 0, lo2, hi2, cur2, hits2)
+                                     bnd_upper, ne_off, ne_col, one_lo, one_hi, one_b, 0, lo2, hi2,
+                                     cur2, hits2)
             if not ok2 or _mul_overflows(s, wt) or _add_overflows(acc, s * wt):
                 return r, np.int64(0)
             acc += s * wt
@@ -490,8 +507,8 @@ def _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
 
 
 @njit(cache=True, nogil=True)
-def count_tail(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, bound, w, LO, HI,
-               mark_slot, mark_lo, mark_size):
+def count_tail(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col,
+               bound, w, LO, HI, mark_slot, mark_lo, mark_size):
     """The weighted count of all completions of the frontier ``bound``/``w``/``LO``/``HI``.
 
     The frontier's width ``L`` must be the number of levels minus one or two; the last
@@ -500,12 +517,13 @@ def count_tail(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
     Returns ``(-1, total)``, or ``(r, 0)`` when the count under row ``r`` overflows int64.
     """
     return _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
-                            bound, w, LO, HI, mark_slot, mark_lo, mark_size, 0, bound.shape[0])
+                            ne_off, ne_col, bound, w, LO, HI, mark_slot, mark_lo, mark_size, 0,
+                            bound.shape[0])
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def count_tail_parallel(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
-                        bound, w, LO, HI, mark_slot, mark_lo, mark_size):
+                        ne_off, ne_col, bound, w, LO, HI, mark_slot, mark_lo, mark_size):
     """``count_tail`` over chunks of rows on all cores (for whole-graph counts)."""
     n = bound.shape[0]
     n_chunks = min(n, 64)
@@ -515,7 +533,7 @@ def count_tail_parallel(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_c
         r0 = c * n // n_chunks
         r1 = (c + 1) * n // n_chunks
         b, s = _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
-                                bound, w, LO, HI, mark_slot, mark_lo, mark_size, r0, r1)
+                                ne_off, ne_col, bound, w, LO, HI, mark_slot, mark_lo, mark_size, r0, r1)
         bad[c] = b
         sums[c] = s
     total = np.int64(0)
