@@ -598,6 +598,7 @@ def generic_join(atoms: Sequence[Atom], order: Sequence[str], output: Sequence[s
         fused = all(hasattr(a.extender, "trie_parts") for a in atoms)
     if not atoms:
         raise QueryError("a join needs at least one atom")
+    whole = None
     if fused:
         run = _TrieRun(atoms, plan)
         whole = None if run.empty else run.whole(count_only)
@@ -614,6 +615,11 @@ def generic_join(atoms: Sequence[Atom], order: Sequence[str], output: Sequence[s
         return _checked_total(np.array(list(blocks), dtype=np.int64))
     keys, ws = [], []
     out_cols = [order.index(v) for v in (output if output is not None else order)]
+    if whole is not None and out_cols == list(range(len(order))):
+        # one breadth-first pass emits its rows sorted, unique and without zero weights:
+        # already a consolidated Z-set
+        b, w = whole
+        return ZSet(np.ascontiguousarray(b), np.ascontiguousarray(w))
     for b, w in blocks:
         keys.append(b[:, out_cols])
         ws.append(w)
