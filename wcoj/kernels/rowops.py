@@ -63,12 +63,18 @@ def sort_small_into(keys, weights, out_keys, out_w):
             s += weights[order[k]]
             k += 1
         if s != 0:
-            for c in range(keys.shape[1]):
-                out_keys[m, c] = keys[r, c]
-            out_w[m] = s
-            m += 1
+            m = _put(keys, r, s, out_keys, out_w, m)
         i = k
     return m, -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _put(keys, i, w, out_keys, out_w, m):
+    """Row ``keys[i]`` with weight ``w`` as output row ``m``; returns ``m + 1``."""
+    for t in range(keys.shape[1]):
+        out_keys[m, t] = keys[i, t]
+    out_w[m] = w
+    return m + 1
 
 
 @njit(cache=True, nogil=True)
@@ -81,44 +87,25 @@ def merge_rows_into(ka, wa, kb, wb, out_keys, out_w):
     """
     i = j = m = 0
     na, nb = ka.shape[0], kb.shape[0]
-    width = ka.shape[1]
     while i < na and j < nb:
         c = _cmp(ka, i, kb, j)
         if c < 0:
-            for t in range(width):
-                out_keys[m, t] = ka[i, t]
-            out_w[m] = wa[i]
-            m += 1
+            m = _put(ka, i, wa[i], out_keys, out_w, m)
             i += 1
         elif c > 0:
-            for t in range(width):
-                out_keys[m, t] = kb[j, t]
-            out_w[m] = wb[j]
-            m += 1
+            m = _put(kb, j, wb[j], out_keys, out_w, m)
             j += 1
         else:
             if _add_overflows(wa[i], wb[j]):
                 return m, i
-            s = wa[i] + wb[j]
-            if s != 0:
-                for t in range(width):
-                    out_keys[m, t] = ka[i, t]
-                out_w[m] = s
-                m += 1
+            if wa[i] + wb[j] != 0:
+                m = _put(ka, i, wa[i] + wb[j], out_keys, out_w, m)
             i += 1
             j += 1
-    while i < na:
-        for t in range(width):
-            out_keys[m, t] = ka[i, t]
-        out_w[m] = wa[i]
-        m += 1
-        i += 1
-    while j < nb:
-        for t in range(width):
-            out_keys[m, t] = kb[j, t]
-        out_w[m] = wb[j]
-        m += 1
-        j += 1
+    for i in range(i, na):
+        m = _put(ka, i, wa[i], out_keys, out_w, m)
+    for j in range(j, nb):
+        m = _put(kb, j, wb[j], out_keys, out_w, m)
     return m, -1
 
 

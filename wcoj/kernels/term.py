@@ -64,30 +64,6 @@ else:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _gallop(addr, lo, hi, x):
-    """First position p in [lo, hi) with value >= x (hi if none); exponential then binary."""
-    if lo >= hi or _load(addr, lo) >= x:
-        return lo
-    step = 1
-    prev = lo
-    cur = lo + 1
-    while cur < hi and _load(addr, cur) < x:
-        prev = cur
-        step *= 2
-        cur = prev + step
-    if cur > hi:
-        cur = hi
-    left, right = prev + 1, cur
-    while left < right:
-        mid = (left + right) >> 1
-        if _load(addr, mid) < x:
-            left = mid + 1
-        else:
-            right = mid
-    return left
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _bsearch(addr, lo, hi, x):
     """First position p in [lo, hi) with value >= x (hi if none)."""
     while lo < hi:
@@ -97,6 +73,22 @@ def _bsearch(addr, lo, hi, x):
         else:
             hi = mid
     return lo
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _gallop(addr, lo, hi, x):
+    """``_bsearch`` for a cursor that moves forward: exponential steps from ``lo`` first,
+    so the cost is O(log distance moved), not O(log range)."""
+    if lo >= hi or _load(addr, lo) >= x:
+        return lo
+    step = 1
+    prev = lo
+    cur = lo + 1
+    while cur < hi and _load(addr, cur) < x:
+        prev = cur
+        step *= 2
+        cur = prev + step
+    return _bsearch(addr, prev + 1, min(cur, hi), x)  # values[prev] < x <= values[cur]
 
 
 @njit(cache=True, nogil=True, inline="always")
