@@ -44,7 +44,8 @@ from wcoj.errors import ArityMismatchError, QueryError, UnboundVariableError, We
 from wcoj.extenders import IncrementalSource, PrefixExtender, descend
 from wcoj.kernels import weights as wk
 from wcoj.kernels.frontier import extend_frontier, extend_frontier_pair
-from wcoj.kernels.term import SLOT_FIELDS, TOO_BIG, count_tail, count_tail_parallel, run_levels
+from wcoj.kernels.term import (B, COL, D, LAST, N, SLOT_FIELDS, TOO_BIG, UNIT, V, count_tail,
+                               count_tail_parallel, run_levels)
 from wcoj.kernels.intersect import (
     count_last_level,
     count_last_level_parallel,
@@ -345,13 +346,13 @@ class _TrieRun:
         first = np.cumsum([0] + [t.shape[0] for t in tables[:-1]])  # each part's level-0 row
         at = first[slot_part] + slot_depth
         S = np.zeros((at.shape[0], SLOT_FIELDS), dtype=np.int64)
-        S[:, :6] = np.concatenate(tables)[at]
-        S[slot_depth > 0, 3:6] = 0            # directories index level 0 only
-        S[:, 6] = slot_last
-        S[:, 7] = slot_part
+        S[:, V:B + 1] = np.concatenate(tables)[at]  # table() columns are V..B
+        S[slot_depth > 0, D:B + 1] = 0        # directories index level 0 only
+        S[:, LAST] = slot_last
+        S[:, COL] = slot_part
         if count_only:
             stats = np.concatenate([p.stats() for p in self.parts])[at]
-            S[:, 8] = stats[:, 2]
+            S[:, UNIT] = stats[:, 2]
         prog = (S,) + shape
         n_levels = len(plan)
         lo = np.zeros(len(self.parts), dtype=np.int64)
@@ -388,12 +389,12 @@ class _TrieRun:
         t0, t1 = int(level_slots[-2]), int(level_slots[-1])
         p0, p1 = int(level_slots[-3]), int(level_slots[-2])
         two_atoms = int(level_atoms[-1] - level_atoms[-2]) - 1 == 2  # not one atom of two parts
-        if t1 - t0 != 2 or not two_atoms or not (S[t0:t1, 8] == 1).all():
+        if t1 - t0 != 2 or not two_atoms or not (S[t0:t1, UNIT] == 1).all():
             return -1, 0, 0
-        before = set(S[p0:p1, 7].tolist())  # part columns of the level before
+        before = set(S[p0:p1, COL].tolist())  # part columns of the level before
         for f in (t0, t0 + 1):
             lo, hi = int(stats[f, 0]), int(stats[f, 1])
-            if int(S[f, 7]) not in before and S[f, 1] > 0 and hi - lo < MARK_SPAN:
+            if int(S[f, COL]) not in before and S[f, N] > 0 and hi - lo < MARK_SPAN:
                 return f, lo, hi - lo + 1
         return -1, 0, 0
 
