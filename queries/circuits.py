@@ -42,9 +42,8 @@ import numpy as np
 from queries.ast import (
     DEFAULT_SRC, And, Blank, Const, FindAggregate, FindPull, FnCall, Not, NotJoin, Or,
     OrJoin, Pattern, Predicate, Query, Rule, RuleCall, Var, bound_vars, free_vars,
-    required_vars,
 )
-from queries.compile import Evaluator, Table, _bind, _branch, _truthy, check_stratified
+from queries.compile import Evaluator, Table, _bind, _branch, _take_ready, _truthy, check_stratified
 from queries.functions import DB_FUNCTIONS, FUNCTIONS, aggregate, call
 from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
 from wcoj.errors import QueryError, UnboundVariableError
@@ -286,14 +285,7 @@ class CompiledView:
             core = self.bring(self.core(patterns, pushed), c)
             cur = core if cur is None else self.join(cur, core)
         while rest:
-            bound = {Var(v) for v in (cur.vars if cur is not None else ())}
-            ready = next((x for x in rest if required_vars(x) <= bound), None)
-            if ready is None:
-                x = rest[0]
-                raise UnboundVariableError(x, sorted(v.name for v in required_vars(x) - bound),
-                                           "nothing before it binds them")
-            rest.remove(ready)
-            cur = self.clause(ready, cur, c, env)
+            cur = self.clause(_take_ready(rest, cur.vars if cur is not None else ()), cur, c, env)
         return cur
 
     def core(self, patterns: list[Pattern], preds: list[Predicate]) -> Rel:

@@ -162,14 +162,7 @@ class Evaluator:
             rest = [c for c in rest if c not in pushed]
             table = self._join(patterns, pushed, table)
         while rest:
-            bound = {Var(v) for v in table.vars}
-            ready = next((c for c in rest if required_vars(c) <= bound), None)
-            if ready is None:
-                c = rest[0]
-                raise UnboundVariableError(c, sorted(v.name for v in required_vars(c) - bound),
-                                           "nothing before it binds them")
-            rest.remove(ready)
-            table = self._clause(ready, table)
+            table = self._clause(_take_ready(rest, table.vars), table)
             if not table.rows:
                 return Table(table.vars + tuple(sorted(
                     v.name for c in rest for v in bound_vars(c) if v.name not in table.vars)),
@@ -476,6 +469,19 @@ def _negated_calls(clauses: Iterable[Any]) -> Iterable[RuleCall]:
 
 def _truthy(x: Any) -> bool:
     return x is not None and x is not False
+
+
+def _take_ready(rest: list, bound_vars: Iterable[str]):
+    """Remove and return the first clause of ``rest`` whose required variables are all in
+    ``bound_vars``; raise ``UnboundVariableError`` naming what the first clause lacks."""
+    bound = {Var(v) for v in bound_vars}
+    ready = next((c for c in rest if required_vars(c) <= bound), None)
+    if ready is None:
+        c = rest[0]
+        raise UnboundVariableError(c, sorted(v.name for v in required_vars(c) - bound),
+                                   "nothing before it binds them")
+    rest.remove(ready)
+    return ready
 
 
 def _bind(binding: Any, value: Any) -> list[dict[str, Any]]:
