@@ -41,11 +41,11 @@ import numpy as np
 import numpy.typing as npt
 
 from wcoj.errors import ArityMismatchError, QueryError, UnboundVariableError, WeightOverflowError
-from wcoj.extenders import IncrementalSource, PrefixExtender, descend
+from wcoj.extenders import IncrementalSource, PrefixExtender, TrieArrays, descend
 from wcoj.kernels import weights as wk
 from wcoj.kernels.frontier import extend_frontier, extend_frontier_pair
 from wcoj.kernels.term import (B, COL, D, LAST, N, SLOT_FIELDS, TOO_BIG, UNIT, V, count_tail,
-                               count_tail_parallel, run_levels)
+                               count_tail_parallel, run_levels, run_terms)
 from wcoj.kernels.intersect import (
     count_last_level,
     count_last_level_parallel,
@@ -151,6 +151,7 @@ class _Plan(list):
     def __init__(self, levels=()):
         super().__init__(levels)
         self.skeletons: dict = {}
+        self.fusable = False  # set by IncrementalGenericJoin: its terms may run in ``run_terms``
 
 
 def _plan(atoms: Sequence[Atom], order: Sequence[str], filters: Sequence = ()) -> _Plan:
@@ -266,6 +267,41 @@ def _checked_sum(parts: list[I64]) -> I64:
     return acc
 
 
+def _skeleton(plan: list[_Level], n_parts: tuple[int, ...]):
+    """The data-independent part of a join's slot program (see ``kernels.term``) when atom
+    ``i`` has ``n_parts[i]`` parts: per slot its part, column depth and last flag; per
+    level its slots, atoms, ``<`` bounds and ``!=`` columns. Cached on a ``_Plan`` (a
+    cached plan is reused every tick; its skeleton changes only when runs do)."""
+    cache = plan.skeletons if isinstance(plan, _Plan) else {}
+    if n_parts not in cache:
+        first = np.cumsum((0,) + n_parts)
+        slot_part, slot_depth, slot_last = [], [], []
+        level_slots, level_atoms, atom_bounds = [0], [0], []
+        bnd_off, bnd_col, bnd_upper = [0], [], []
+        ne_off, ne_col = [0], []
+        for lv in plan:
+            for k, i in enumerate(lv.atoms):
+                atom_bounds.append(len(slot_part))
+                for q in range(first[i], first[i + 1]):
+                    slot_part.append(q)
+                    slot_depth.append(lv.depth[k])
+                    slot_last.append(int(lv.last[k]))
+            atom_bounds.append(len(slot_part))
+            level_slots.append(len(slot_part))
+            level_atoms.append(len(atom_bounds))
+            for c, upper in lv.bounds:
+                bnd_col.append(c)
+                bnd_upper.append(upper)
+            bnd_off.append(len(bnd_col))
+            ne_col.extend(lv.unequal)
+            ne_off.append(len(ne_col))
+        i64 = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
+        cache[n_parts] = (i64(slot_part), i64(slot_depth), i64(slot_last),
+                          (i64(level_slots), i64(level_atoms), i64(atom_bounds), i64(bnd_off),
+                           i64(bnd_col), i64(bnd_upper), i64(ne_off), i64(ne_col)))
+    return cache[n_parts]
+
+
 class _TrieRun:
     """Fused evaluation when every extender exposes ``trie_parts()``."""
 
@@ -299,37 +335,7 @@ class _TrieRun:
         return self._level_parts()[1]
 
     def _skeleton(self):
-        """The data-independent part of the slot program, cached on the plan per number of
-        parts of each atom: per slot its atom, column depth, last flag and part; per level
-        its slots, atoms and ``<`` bounds (see ``kernels.term``)."""
-        key = tuple(len(ps) for ps in self.atom_parts)
-        cache = self.plan.skeletons if isinstance(self.plan, _Plan) else {}
-        if key not in cache:
-            slot_part, slot_depth, slot_last = [], [], []
-            level_slots, level_atoms, atom_bounds = [0], [0], []
-            bnd_off, bnd_col, bnd_upper = [0], [], []
-            ne_off, ne_col = [0], []
-            for lv in self.plan:
-                for k, i in enumerate(lv.atoms):
-                    atom_bounds.append(len(slot_part))
-                    for q in self.atom_parts[i]:
-                        slot_part.append(q)
-                        slot_depth.append(lv.depth[k])
-                        slot_last.append(int(lv.last[k]))
-                atom_bounds.append(len(slot_part))
-                level_slots.append(len(slot_part))
-                level_atoms.append(len(atom_bounds))
-                for c, upper in lv.bounds:
-                    bnd_col.append(c)
-                    bnd_upper.append(upper)
-                bnd_off.append(len(bnd_col))
-                ne_col.extend(lv.unequal)
-                ne_off.append(len(ne_col))
-            i64 = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
-            cache[key] = (i64(slot_part), i64(slot_depth), i64(slot_last),
-                          (i64(level_slots), i64(level_atoms), i64(atom_bounds), i64(bnd_off),
-                           i64(bnd_col), i64(bnd_upper), i64(ne_off), i64(ne_col)))
-        return cache[key]
+        return _skeleton(self.plan, tuple(len(ps) for ps in self.atom_parts))
 
     def whole(self, count_only: bool):
         """The join in one or two jitted calls (``kernels.term``), or ``None`` when a level's
@@ -666,6 +672,7 @@ class IncrementalGenericJoin:
                 raise QueryError(f"term {i}'s order {o} must start with its delta atom's variables {varlists[i]}")
         self.batch_order = list(batch_order) if batch_order else choose_order(varlists)
         self._specs: dict = {}
+        self._programs: dict = {}  # _TermsProgram per (live terms, parts per atom)
 
     def _spec(self, kinds: tuple[str, ...], order: tuple[str, ...]):
         """Per atom ``(source, kind, columns, terms in column order)`` and the join plan; cached."""
@@ -679,7 +686,9 @@ class IncrementalGenericJoin:
                 cols = tuple(consts + vars_)
                 spec.append((src, kind, cols, tuple(terms[j] for j in cols)))
             probe = [Atom(_Shape(len(t)), t) for _, _, _, t in spec]   # validates once
-            self._specs[key] = (spec, _plan(probe, order, self.filters))
+            plan = _plan(probe, order, self.filters)
+            plan.fusable = all(lv.in_kernel for lv in plan) and not any(a.constants for a in probe)
+            self._specs[key] = (spec, plan)
         return self._specs[key]
 
     def atoms_for(self, kinds: Sequence[str], order: Sequence[str]) -> list[Atom]:
@@ -697,8 +706,60 @@ class IncrementalGenericJoin:
         """The whole result over one view of every source (``prev`` by default)."""
         return self._run((kind,) * len(self.atoms), tuple(self.batch_order), count_only)
 
+    def _fused_delta(self) -> ZSet | None:
+        """ΔQ's rows through one ``run_terms`` call, or ``None`` when some term cannot
+        (its plan has a callable filter or a constant, an extender has no tries, or a
+        frontier would exceed ``SLICE_ROWS`` rows)."""
+        n = len(self.atoms)
+        live, parts, n_parts = [], [], []
+        for i in range(n):
+            if self.atoms[i][0].delta_is_empty():
+                continue
+            kinds = ("curr",) * i + ("delta",) + ("prev",) * (n - i - 1)
+            order = tuple(self.orders[i])
+            spec, plan = self._spec(kinds, order)
+            if not plan.fusable:
+                return None
+            term_parts, counts = [], []
+            for src, kind, cols, _ in spec:
+                view = src.view(kind, cols)
+                if not hasattr(view, "trie_parts"):
+                    return None
+                ps = view.trie_parts()
+                term_parts.extend(ps)
+                counts.append(len(ps))
+            if 0 in counts:  # an atom without rows: the term is empty
+                continue
+            live.append(i)
+            parts.extend(term_parts)
+            n_parts.append(tuple(counts))
+        if not live:
+            return ZSet.empty(len(self.output))
+        key = (tuple(live), tuple(n_parts))
+        prog = self._programs.get(key)
+        if prog is None:
+            terms = []
+            for i, counts in zip(live, n_parts):
+                kinds = ("curr",) * i + ("delta",) + ("prev",) * (n - i - 1)
+                spec, plan = self._spec(kinds, tuple(self.orders[i]))
+                terms.append((plan, self.orders[i], counts, [len(cols) for _, _, cols, _ in spec]))
+            prog = self._programs[key] = _TermsProgram(terms, self.output)
+        status, _, keys, w = prog.run(parts, SLICE_ROWS)
+        if status < 0:  # too big to hold, or an overflow: the term-by-term path streams or raises
+            return None
+        return ZSet.from_arrays(keys, w, arity=len(self.output))
+
     def delta(self, count_only: bool = False) -> ZSet | int:
-        """ΔQ for the staged tick: one generic join per atom whose delta is not empty."""
+        """ΔQ for the staged tick: one generic join per atom whose delta is not empty.
+
+        Rows are computed for all terms in one jitted call (``kernels.term.run_terms``) when
+        every term can run there; otherwise (callable filters, constants, extenders without
+        tries, a frontier too big to hold) term by term through ``generic_join``.
+        """
+        if not count_only:
+            fused = self._fused_delta()
+            if fused is not None:
+                return fused
         n = len(self.atoms)
         results = []
         for i in range(n):
@@ -712,6 +773,65 @@ class IncrementalGenericJoin:
         for r in results:
             out = out + r
         return out
+
+
+class _TermsProgram:
+    """The slot programs of several delta terms concatenated for ``kernels.term.run_terms``;
+    data independent (built once per set of live terms and parts per atom, see ``_skeleton``).
+
+    ``at``: per slot, its row in the stacked ``TrieArrays.table()`` rows of every part of
+    every term; ``deep``: slots whose column is not their part's level 0 (no directory);
+    ``fixed``: the ``LAST``/``COL``/``UNIT`` columns; ``part_rows``: each part's level-0 row.
+    """
+
+    __slots__ = ("at", "deep", "fixed", "part_rows", "shape", "term_levels", "term_parts", "out_cols")
+
+    def __init__(self, terms: list, output: list[str]):
+        """``terms``: per term ``(plan, order, n_parts per atom, arity per atom)``."""
+        at, deep, fixed, part_rows, out_cols = [], [], [], [], []
+        shape = [[] for _ in range(8)]
+        term_levels, term_parts = [0], [0]
+        row0 = 0  # this term's first table row
+        n_slots = n_atoms = n_bnd = n_ne = 0
+        for plan, order, n_parts, arity in terms:
+            slot_part, slot_depth, slot_last, sk = _skeleton(plan, n_parts)
+            part_arity = np.repeat(np.asarray(arity, dtype=np.int64), n_parts)
+            first = row0 + np.concatenate([[0], np.cumsum(part_arity)[:-1]]).astype(np.int64)
+            at.append(first[slot_part] + slot_depth)
+            deep.append(slot_depth > 0)
+            fixed.append(np.stack([slot_last, slot_part, np.zeros_like(slot_last)], axis=1))
+            part_rows.append(first)
+            row0 += int(part_arity.sum())
+            level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col = sk
+            for k, arr in enumerate((level_slots + n_slots, level_atoms + n_atoms, atom_bounds + n_slots,
+                                     bnd_off + n_bnd, bnd_col, bnd_upper, ne_off + n_ne, ne_col)):
+                shape[k].append(arr)
+            n_slots += len(slot_part)
+            n_atoms += len(atom_bounds)
+            n_bnd += len(bnd_col)
+            n_ne += len(ne_col)
+            term_levels.append(term_levels[-1] + len(level_slots))
+            term_parts.append(term_parts[-1] + len(part_arity))
+            out_cols.append([list(order).index(v) for v in output])
+        cat = lambda xs: np.ascontiguousarray(np.concatenate(xs), dtype=np.int64)  # noqa: E731
+        self.at, self.deep, self.part_rows = cat(at), np.concatenate(deep), cat(part_rows)
+        self.fixed = np.ascontiguousarray(np.concatenate(fixed), dtype=np.int64)
+        self.shape = tuple(cat(xs) for xs in shape)
+        self.term_levels = np.array(term_levels, dtype=np.int64)
+        self.term_parts = np.array(term_parts, dtype=np.int64)
+        self.out_cols = np.array(out_cols, dtype=np.int64).reshape(len(terms), len(output))
+
+    def run(self, parts: list[TrieArrays], limit: int):
+        """``(status, term, keys, w)`` from ``run_terms`` over ``parts`` (the terms' atoms'
+        parts in order). The caller keeps ``parts`` alive: the kernel reads their addresses."""
+        T = np.concatenate([p.table() for p in parts])
+        S = np.empty((self.at.shape[0], SLOT_FIELDS), dtype=np.int64)
+        S[:, V:B + 1] = T[self.at]
+        S[self.deep, D:B + 1] = 0
+        S[:, LAST:] = self.fixed
+        hi = np.ascontiguousarray(T[self.part_rows, N])
+        lo = np.zeros_like(hi)
+        return run_terms(S, *self.shape, self.term_levels, self.term_parts, self.out_cols, lo, hi, limit)
 
 
 class _Shape:

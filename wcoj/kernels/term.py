@@ -43,7 +43,7 @@ from numba.extending import intrinsic
 
 from .weights import _add_overflows, _mul_overflows
 
-__all__ = ["run_levels", "count_tail", "count_tail_parallel", "TOO_BIG", "SLOT_FIELDS"]
+__all__ = ["run_levels", "run_terms", "count_tail", "count_tail_parallel", "TOO_BIG", "SLOT_FIELDS"]
 
 TOO_BIG = -(1 << 62)  # status: a level's frontier would exceed the row limit
 SLOT_FIELDS = 9
@@ -309,6 +309,51 @@ def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
     if bound.shape[1] < stop_level:  # the frontier emptied early: no rows, full width
         bound = np.zeros((0, stop_level), dtype=np.int64)
     return bound.shape[0], bound, w, LO, HI
+
+
+@njit(cache=True, nogil=True)
+def run_terms(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col,
+              term_levels, term_parts, out_cols, LO0, HI0, limit):
+    """Every term of a delta rule, each a whole join (``run_levels``), in one call.
+
+    The terms' slot programs are concatenated: term ``t`` owns entries
+    ``term_levels[t]:term_levels[t + 1]`` of ``level_slots``, ``level_atoms``, ``bnd_off``
+    and ``ne_off`` (their values index the shared ``S``, ``atom_bounds``, ``bnd_col`` and
+    ``ne_col`` directly), and parts ``term_parts[t]:term_parts[t + 1]`` of ``LO0``/``HI0``
+    (``S[s, COL]`` counts from the term's first part). Row ``i`` of term ``t``'s result is
+    written as ``bound[i, out_cols[t, c]]`` for each output column ``c``.
+
+    Returns ``(status, term, keys, w)``: the rows of every term one after the other
+    (unconsolidated; several terms may emit the same row), or ``status < 0`` and the
+    term it concerns (``TOO_BIG`` or an overflow, as from ``run_levels``).
+    """
+    n_terms = term_levels.shape[0] - 1
+    n_out = out_cols.shape[1]
+    outs = []
+    weights = []
+    total = 0
+    for t in range(n_terms):
+        a, b = term_levels[t], term_levels[t + 1]
+        p0, p1 = term_parts[t], term_parts[t + 1]
+        status, bound, w, _, _ = run_levels(S, level_slots[a:b], level_atoms[a:b], atom_bounds,
+                                            bnd_off[a:b], bnd_col, bnd_upper, ne_off[a:b], ne_col,
+                                            LO0[p0:p1], HI0[p0:p1], b - a - 1, limit)
+        if status < 0:
+            return status, t, np.zeros((0, n_out), dtype=np.int64), np.zeros(0, dtype=np.int64)
+        outs.append(bound)
+        weights.append(w)
+        total += bound.shape[0]
+    keys = np.empty((total, n_out), dtype=np.int64)
+    wt = np.empty(total, dtype=np.int64)
+    m = 0
+    for t in range(n_terms):
+        bound = outs[t]
+        for i in range(bound.shape[0]):
+            for c in range(n_out):
+                keys[m, c] = bound[i, out_cols[t, c]]
+            wt[m] = weights[t][i]
+            m += 1
+    return np.int64(total), np.int64(-1), keys, wt
 
 
 @njit(cache=True, nogil=True)
