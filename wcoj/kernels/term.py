@@ -142,6 +142,32 @@ def _proposer(lo, hi, ab, a0, n_atoms, s0):
 
 
 @njit(cache=True, nogil=True)
+def _candidates(l, r, S, level_slots, ab, a0, n_atoms, bnd_off, bnd_col, bnd_upper, LO, HI, bound, lo, hi):
+    """Row ``r``'s ranges for level ``l`` into ``lo``/``hi`` and its proposer: ``(atom,
+    candidates)``, or ``(-1, 0)`` when there are none.
+
+    The proposer is the atom with the fewest values before the level's ``<`` filters, and
+    only its ranges are narrowed by them: every value the level accepts is one it proposes,
+    so narrowing the others changes no result, and it would cost a search per part and
+    row; worse, a narrowed whole-level range loses its O(1) directory lookups.
+    """
+    s0 = level_slots[l]
+    for j in range(level_slots[l + 1] - s0):
+        c = S[s0 + j, COL]
+        lo[j] = LO[r, c]
+        hi[j] = HI[r, c]
+    best, size = _proposer(lo, hi, ab, a0, n_atoms, s0)
+    if best < 0 or bnd_off[l] == bnd_off[l + 1]:
+        return best, size
+    size = 0
+    for j in range(ab[a0 + best] - s0, ab[a0 + best + 1] - s0):
+        for i in range(bnd_off[l], bnd_off[l + 1]):
+            lo[j], hi[j] = _narrow(S[s0 + j, V], lo[j], hi[j], bound[r, bnd_col[i]], bnd_upper[i] != 0)
+        size += hi[j] - lo[j]
+    return (best, size) if size > 0 else (-1, 0)
+
+
+@njit(cache=True, nogil=True)
 def _next(S, s0, ab, a0, n_atoms, best, lo, hi, cur, hits):
     """The next value all atoms hold, with each slot's position in ``hits`` (-1 absent).
 
@@ -260,8 +286,8 @@ def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
         n_atoms = level_atoms[l + 1] - a0 - 1
         cap = 0
         for r in range(n):
-            _ranges(l, r, S, level_slots, bnd_off, bnd_col, bnd_upper, LO, HI, bound, lo, hi)
-            _, size = _proposer(lo, hi, atom_bounds, a0, n_atoms, s0)
+            _, size = _candidates(l, r, S, level_slots, atom_bounds, a0, n_atoms, bnd_off, bnd_col, bnd_upper,
+                                  LO, HI, bound, lo, hi)
             cap += size
         if cap > limit:
             return TOO_BIG, bound, w, LO, HI
@@ -271,8 +297,8 @@ def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
         NHI = np.empty((cap, P), dtype=np.int64)
         m = 0
         for r in range(n):
-            _ranges(l, r, S, level_slots, bnd_off, bnd_col, bnd_upper, LO, HI, bound, lo, hi)
-            best, _ = _proposer(lo, hi, atom_bounds, a0, n_atoms, s0)
+            best, _ = _candidates(l, r, S, level_slots, atom_bounds, a0, n_atoms, bnd_off, bnd_col, bnd_upper,
+                                  LO, HI, bound, lo, hi)
             if best < 0:
                 continue
             for j in range(s1 - s0):
@@ -474,8 +500,8 @@ def _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
     jg = 1 - jf
     g_slot = t0 + jg
     for r in range(r0, r1):
-        _ranges(l, r, S, level_slots, bnd_off, bnd_col, bnd_upper, LO, HI, bound, lo, hi)
-        best, _ = _proposer(lo, hi, atom_bounds, a0, n_atoms, s0)
+        best, _ = _candidates(l, r, S, level_slots, atom_bounds, a0, n_atoms, bnd_off, bnd_col, bnd_upper,
+                              LO, HI, bound, lo, hi)
         if best < 0:
             continue
         if use_mark:
