@@ -27,6 +27,16 @@ __all__ = ["PrefixExtender", "TrieArrays", "IncrementalSource", "descend"]
 I64 = npt.NDArray[np.int64]
 
 
+def _frozen(a) -> I64:
+    """``a`` as a read-only C-contiguous int64 array (a view when it already is one): one
+    array type for every level, so Numba sees homogeneous tuples of them."""
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    if a.flags.writeable:
+        a = a.view()
+        a.flags.writeable = False
+    return a
+
+
 class TrieArrays:
     """One trie as plain arrays.
 
@@ -37,7 +47,7 @@ class TrieArrays:
     level 0: ``dense0[x - base0]`` is the position of value ``x`` in ``values[0]`` or -1
     (CSR row pointers, when level 0 is dense enough).
 
-    Every array is kept as C-contiguous int64, so ``table()`` can hand the whole-join
+    Every array is kept as read-only C-contiguous int64, so ``table()`` can hand the whole-join
     kernel (``kernels.term``) their addresses: the kernel reads them without a tuple of
     arrays, whose per-access cost in Numba grows with its length.
     """
@@ -45,11 +55,10 @@ class TrieArrays:
     __slots__ = ("values", "offsets", "weights", "dense0", "base0", "_table", "_stats")
 
     def __init__(self, values, offsets, weights, dense0=None, base0: int = 0):
-        c = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
-        self.values = tuple(c(v) for v in values)
-        self.offsets = tuple(c(o) for o in offsets)
-        self.weights = c(weights)
-        self.dense0 = c(dense0) if dense0 is not None else np.zeros(0, dtype=np.int64)
+        self.values = tuple(_frozen(v) for v in values)
+        self.offsets = tuple(_frozen(o) for o in offsets)
+        self.weights = _frozen(weights)
+        self.dense0 = _frozen(dense0 if dense0 is not None else np.zeros(0, dtype=np.int64))
         self.base0 = int(base0)
         self._table = None
         self._stats = None
@@ -62,14 +71,8 @@ class TrieArrays:
         address of ``offsets[j]`` (of ``weights`` at the last level), and for level 0 the
         address, length and base of ``dense0`` (zeros elsewhere). Valid while ``self`` lives."""
         if self._table is None:
-            addr = lambda a: a.__array_interface__["data"][0]  # noqa: E731
-            t = np.zeros((len(self.values), 6), dtype=np.int64)
-            for j, v in enumerate(self.values):
-                nxt = self.offsets[j] if j < len(self.offsets) else self.weights
-                t[j, :3] = (addr(v), v.shape[0], addr(nxt))
-            if self.dense0.shape[0]:
-                t[0, 3:] = (addr(self.dense0), self.dense0.shape[0], self.base0)
-            self._table = t
+            from wcoj.kernels.term import address_table
+            self._table = address_table(self.values, self.offsets + (self.weights,), self.dense0, self.base0)
         return self._table
 
     def stats(self) -> I64:

@@ -712,6 +712,7 @@ class IncrementalGenericJoin:
         frontier would exceed ``SLICE_ROWS`` rows)."""
         n = len(self.atoms)
         live, parts, n_parts = [], [], []
+        seen: dict = {}  # (source, kind, columns) -> parts: terms share most views
         for i in range(n):
             if self.atoms[i][0].delta_is_empty():
                 continue
@@ -722,10 +723,12 @@ class IncrementalGenericJoin:
                 return None
             term_parts, counts = [], []
             for src, kind, cols, _ in spec:
-                view = src.view(kind, cols)
-                if not hasattr(view, "trie_parts"):
-                    return None
-                ps = view.trie_parts()
+                ps = seen.get((id(src), kind, cols))
+                if ps is None:
+                    view = src.view(kind, cols)
+                    if not hasattr(view, "trie_parts"):
+                        return None
+                    ps = seen[id(src), kind, cols] = view.trie_parts()
                 term_parts.extend(ps)
                 counts.append(len(ps))
             if 0 in counts:  # an atom without rows: the term is empty

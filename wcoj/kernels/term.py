@@ -43,7 +43,7 @@ from numba.extending import intrinsic
 
 from .weights import _add_overflows, _mul_overflows
 
-__all__ = ["run_levels", "run_terms", "count_tail", "count_tail_parallel", "TOO_BIG", "SLOT_FIELDS"]
+__all__ = ["address_table", "run_levels", "run_terms", "count_tail", "count_tail_parallel", "TOO_BIG", "SLOT_FIELDS"]
 
 TOO_BIG = -(1 << 62)  # status: a level's frontier would exceed the row limit
 SLOT_FIELDS = 9
@@ -61,6 +61,27 @@ else:
             ptr = builder.inttoptr(args[0], ir.IntType(64).as_pointer())
             return builder.load(builder.gep(ptr, [args[1]]))
         return types.int64(types.int64, types.int64), codegen
+
+
+@njit(cache=True, nogil=True)
+def address_table(values, nexts, dense0, base0):
+    """``TrieArrays.table()``: per level ``j`` the address and length of ``values[j]`` and
+    the address of ``nexts[j]`` (its offsets, or the leaf weights at the last level); for
+    level 0 the address, length and base of ``dense0`` when it is not empty.
+
+    One call instead of a Python ``__array_interface__`` lookup per array (~1.5 us each,
+    and every tick makes new tries).
+    """
+    t = np.zeros((len(values), 6), dtype=np.int64)
+    for j in range(len(values)):
+        t[j, 0] = values[j].ctypes.data
+        t[j, 1] = values[j].shape[0]
+        t[j, 2] = nexts[j].ctypes.data
+    if dense0.shape[0]:
+        t[0, 3] = dense0.ctypes.data
+        t[0, 4] = dense0.shape[0]
+        t[0, 5] = base0
+    return t
 
 
 @njit(cache=True, nogil=True, inline="always")
