@@ -49,14 +49,6 @@ MIN_RUN = 4096    # runs smaller than this are merged eagerly (cheap, keeps view
 VIEWS = ("prev", "delta", "curr")
 
 
-def _merge(tries: list[Trie]) -> Trie:
-    """One trie holding the sum of ``tries`` (both sorted: ``ZSet.plus`` merges them)."""
-    total = tries[0].to_zset()
-    for t in tries[1:]:
-        total = total + t.to_zset()
-    return Trie.from_zset(total)
-
-
 class IncrementalIndex:
     """One relation in one column order: committed runs plus a staged delta.
 
@@ -105,7 +97,7 @@ class IncrementalIndex:
         while len(self.runs) >= 2 and (
             len(self.runs[-2]) <= MERGE_RATIO * len(self.runs[-1]) or len(self.runs[-2]) < MIN_RUN
         ):
-            merged = _merge(self.runs[-2:])
+            merged = self.runs[-2].plus(self.runs[-1])
             self.n_merged_rows += len(self.runs[-2]) + len(self.runs[-1])
             self.runs[-2:] = [merged] if len(merged) else []
 

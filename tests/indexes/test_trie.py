@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from indexes.trie import Trie, TrieView
-from wcoj.errors import ArityMismatchError
+from wcoj.errors import ArityMismatchError, WeightOverflowError
 from wcoj.extenders import PrefixExtender
 from wcoj.zset import ZSet
 
@@ -167,3 +167,22 @@ def test_arity_errors():
         Trie.from_zset(ZSet.empty(0))
     with pytest.raises(ArityMismatchError):
         TrieView([Trie.empty(2)], 3)
+
+
+@given(st.integers(1, 3).flatmap(lambda k: st.tuples(st.just(k), zsets(k), zsets(k))))
+def test_plus_of_two_tries_is_the_trie_of_the_sum(arg):
+    arity, a, b = arg
+    got = _trie(a, arity).plus(_trie(b, arity))
+    want = _trie((ZSet.from_dict(a, arity=arity) + ZSet.from_dict(b, arity=arity)).to_dict(), arity)
+    assert [v.tolist() for v in got.values] == [v.tolist() for v in want.values]
+    assert [o.tolist() for o in got.offsets] == [o.tolist() for o in want.offsets]
+    assert got.weights.tolist() == want.weights.tolist()
+    assert got.to_zset().to_dict() == want.to_zset().to_dict()
+
+
+def test_plus_errors():
+    big = _trie({(1, 2): 2**63 - 1}, 2)
+    with pytest.raises(WeightOverflowError, match=r"row \(1, 2\).*9223372036854775807 \+ 1"):
+        big.plus(_trie({(1, 2): 1}, 2))
+    with pytest.raises(ArityMismatchError):
+        big.plus(_trie({(1,): 1}, 1))

@@ -8,7 +8,9 @@ do the same work in one call each, comparing rows column by column:
 * ``sort_small_into``: consolidate up to a few hundred rows (insertion sort, stable);
 * ``merge_rows_into``: the plus of two consolidated Z-sets, one linear merge of their
   rows (no packing, any width);
-* ``trie_levels_into``: the level boundaries of a sorted Z-set, for ``Trie.from_zset``.
+* ``trie_levels_into``: the level boundaries of a sorted Z-set, for ``Trie.from_zset``;
+* ``merge_tries_into``: the sum of two tries, written level by level as a new trie (the
+  merge of a log-structured index's runs: no rows are expanded, no Z-set rebuilt).
 
 Weights use the checked arithmetic of ``weights``; kernels return the first offending
 row (or -1) and the wrappers raise, as everywhere else.
@@ -17,9 +19,11 @@ row (or -1) and the wrappers raise, as everywhere else.
 import numpy as np
 from numba import njit
 
+from .term import _load
 from .weights import _add_overflows
 
-__all__ = ["sort_small_into", "merge_rows_into", "trie_levels_into", "SMALL_ROWS"]
+__all__ = ["sort_small_into", "merge_rows_into", "trie_levels_into", "merge_tries_into",
+           "SMALL_ROWS"]
 
 SMALL_ROWS = 256  # insertion sort below this many rows; the packed argsort above
 
@@ -134,3 +138,150 @@ def trie_levels_into(keys, starts, offsets, counts):
             counts[j] += 1
     for j in range(r - 1):
         offsets[j, counts[j]] = counts[j + 1]
+
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _climb(T, pos, row, leaf):
+    """The leaf cursor of a trie (table ``T``) moved to ``leaf``, the first child of a new
+    parent: move the cursors ``pos`` of the levels above it (and their values ``row``)."""
+    child = leaf
+    j = pos.shape[0] - 1
+    while j >= 0 and _load(T[j, 2], pos[j] + 1) <= child:
+        pos[j] += 1  # every node has a child, so one step per level is enough
+        row[j] = _load(T[j, 0], pos[j])
+        child = pos[j]
+        j -= 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _prefix_cmp(ra, rb):
+    """-1, 0 or 1: the prefix ``ra`` against ``rb``."""
+    for j in range(ra.shape[0]):
+        if ra[j] != rb[j]:
+            return -1 if ra[j] < rb[j] else 1
+    return 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _open(row, values, offsets, vstart, ostart, counts):
+    """Write the nodes of prefix ``row`` that the last output row does not share."""
+    L = row.shape[0]
+    d = 0
+    if counts[L] > 0:
+        while d < L and values[vstart[d] + counts[d] - 1] == row[d]:
+            d += 1
+    for j in range(d, L):  # a new node's first child is the next level's new node
+        offsets[ostart[j] + counts[j]] = counts[j + 1]
+        values[vstart[j] + counts[j]] = row[j]
+        counts[j] += 1
+
+
+@njit(cache=True, nogil=True)
+def merge_tries_into(TA, TB, values, offsets, vstart, ostart, out_w, counts, bad_row):
+    """The sum of two tries of the same arity ``r`` and column order, as a new trie:
+    one linear merge of their rows, read through the levels and written level by level,
+    adding the weights of equal rows and dropping zero sums (a node is written only when
+    a row under it survives). O((|a| + |b|) * r); the loop per row touches the leaves
+    only, the levels above are compared and written when a parent changes.
+
+    ``TA``, ``TB`` are the tries' ``TrieArrays.table()`` (``int64[r, 6]``; the arrays
+    must stay alive). The caller allocates ``values`` with room for level ``j`` at
+    ``vstart[j]`` (as many slots as the two levels ``j`` have together), ``offsets`` with
+    that room plus one at ``ostart[j]`` for ``j < r - 1``, and ``out_w`` and ``counts``
+    (``int64[r]``). On return level ``j`` holds ``counts[j]`` values and
+    ``counts[j] + 1`` offsets. Returns -1, or 0 when the weights of a row present in both
+    do not add up in int64; that row is then in ``bad_row`` (``int64[r]``).
+    """
+    L = TA.shape[0] - 1  # the leaf level; levels 0..L-1 form a row's prefix
+    na, nb = TA[L, 1], TB[L, 1]
+    pa, ra = np.zeros(L, dtype=np.int64), np.zeros(L, dtype=np.int64)  # prefix cursors, values
+    pb, rb = np.zeros(L, dtype=np.int64), np.zeros(L, dtype=np.int64)
+    for j in range(L):
+        ra[j] = _load(TA[j, 0], 0) if na else 0
+        rb[j] = _load(TB[j, 0], 0) if nb else 0
+    for j in range(L + 1):
+        counts[j] = 0
+    va, wa, vb, wb = TA[L, 0], TA[L, 2], TB[L, 0], TB[L, 2]
+    vout, wpos = vstart[L], 0
+    # end_*: where the current parent's leaves end; last_*: the parent whose prefix the
+    # output's last row has (-1: another one). Parents are numbered, so a stale one never matches.
+    end_a = _load(TA[L - 1, 2], 1) if L and na else na
+    end_b = _load(TB[L - 1, 2], 1) if L and nb else nb
+    last_a = last_b = -1 if L else 0
+    par_a = par_b = 0  # the current parents (level L - 1)
+    pc = _prefix_cmp(ra, rb)
+    i = j = 0
+    while i < na and j < nb:
+        if pc != 0:
+            c = pc
+        else:
+            x, y = _load(va, i), _load(vb, j)
+            c = -1 if x < y else (1 if x > y else 0)
+        if c <= 0:
+            w = _load(wa, i)
+            if c == 0:
+                if _add_overflows(w, _load(wb, j)):
+                    for t in range(L):
+                        bad_row[t] = ra[t]
+                    bad_row[L] = _load(va, i)
+                    return 0
+                w += _load(wb, j)
+            if w != 0:
+                if par_a != last_a:
+                    counts[L] = wpos
+                    _open(ra, values, offsets, vstart, ostart, counts)
+                    last_a, last_b = par_a, (par_b if pc == 0 else -1)
+                values[vout + wpos] = _load(va, i)
+                out_w[wpos] = w
+                wpos += 1
+            i += 1
+            if i == end_a and i < na:
+                _climb(TA, pa, ra, i)
+                par_a = pa[L - 1]
+                end_a = _load(TA[L - 1, 2], par_a + 1)
+                pc = _prefix_cmp(ra, rb)
+        if c >= 0:
+            if c > 0:
+                if par_b != last_b:
+                    counts[L] = wpos
+                    _open(rb, values, offsets, vstart, ostart, counts)
+                    last_a, last_b = (par_a if pc == 0 else -1), par_b
+                values[vout + wpos] = _load(vb, j)
+                out_w[wpos] = _load(wb, j)
+                wpos += 1
+            j += 1
+            if j == end_b and j < nb:
+                _climb(TB, pb, rb, j)
+                par_b = pb[L - 1]
+                end_b = _load(TB[L - 1, 2], par_b + 1)
+                pc = _prefix_cmp(ra, rb)
+    counts[L] = wpos
+    _copy_rest(TA, pa, ra, i, end_a, par_a, last_a, values, offsets, vstart, ostart, out_w, counts)
+    _copy_rest(TB, pb, rb, j, end_b, par_b, last_b, values, offsets, vstart, ostart, out_w, counts)
+    for t in range(L):
+        offsets[ostart[t] + counts[t]] = counts[t + 1]
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _copy_rest(T, pos, row, i, end, par, last, values, offsets, vstart, ostart, out_w, counts):
+    """Append the rows of one trie from leaf ``i`` on (the other one is exhausted)."""
+    L = pos.shape[0]
+    n, v, w = T[L, 1], T[L, 0], T[L, 2]
+    vout, wpos = vstart[L], counts[L]
+    while i < n:
+        if par != last:
+            counts[L] = wpos
+            _open(row, values, offsets, vstart, ostart, counts)
+            last = par
+        values[vout + wpos] = _load(v, i)
+        out_w[wpos] = _load(w, i)
+        wpos += 1
+        i += 1
+        if i == end and i < n:
+            _climb(T, pos, row, i)
+            par = pos[L - 1]
+            end = _load(T[L - 1, 2], par + 1)
+    counts[L] = wpos
+

@@ -7,7 +7,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wcoj.kernels.rowops import merge_rows_into, sort_small_into, trie_levels_into
+from wcoj.extenders import TrieArrays
+from wcoj.kernels.rowops import merge_rows_into, merge_tries_into, sort_small_into, trie_levels_into
 
 I64 = np.int64
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
@@ -86,3 +87,59 @@ def test_trie_levels_match_a_python_trie(case):
             nxt = [i for i in range(n) if i == 0 or tuple(keys[i, : j + 2]) != tuple(keys[i - 1, : j + 2])]
             want = [sum(1 for s in nxt if s < f) for f in firsts] + [len(nxt)]
             assert offs[j, :counts[j] + 1].tolist() == want
+
+
+def _levels(z: dict, k: int) -> TrieArrays:
+    """A trie of the consolidated dict ``z`` built in plain Python: values and CSR offsets."""
+    rows = list(z)
+    values, offsets = [], []
+    for j in range(k):
+        firsts = [i for i in range(len(rows)) if i == 0 or rows[i][: j + 1] != rows[i - 1][: j + 1]]
+        values.append([rows[i][j] for i in firsts])
+        if j:
+            offsets.append([sum(1 for f in firsts if f < g) for g in prev] + [len(firsts)])
+        prev = firsts
+    arr = lambda x: np.array(x, I64)  # noqa: E731
+    return TrieArrays([arr(v) for v in values], [arr(o) for o in offsets], arr(list(z.values())))
+
+
+def _merge_tries(za: dict, zb: dict, k: int):
+    ta, tb = _levels(za, k), _levels(zb, k)
+    room = [len(a) + len(b) for a, b in zip(ta.values, tb.values)]
+    vstart = np.cumsum([0] + room).astype(I64)
+    ostart = vstart[:k] + np.arange(k)
+    values, offsets = np.full(vstart[-1], -7, I64), np.full(vstart[-2] + k, -7, I64)
+    out_w, counts, bad_row = np.full(room[-1], -7, I64), np.zeros(k, I64), np.zeros(k, I64)
+    bad = merge_tries_into(ta.table(), tb.table(), values, offsets, vstart, ostart, out_w, counts, bad_row)
+    got = TrieArrays([values[vstart[j]:vstart[j] + counts[j]] for j in range(k)],
+                     [offsets[ostart[j]:ostart[j] + counts[j] + 1] for j in range(k - 1)],
+                     out_w[:counts[k - 1]])
+    return bad, got, bad_row
+
+
+@given(st.integers(1, 3).flatmap(lambda k: st.tuples(rows_and_weights(width=k), rows_and_weights(width=k))))
+def test_merge_tries_equals_the_trie_of_the_sum(case):
+    (k, ra, wa), (_, rb, wb) = case
+    za, zb = consolidated(ra, wa), consolidated(rb, wb)
+    bad, got, _ = _merge_tries(za, zb, k)
+    assert bad == -1
+    want = _levels(consolidated(list(za) + list(zb), list(za.values()) + list(zb.values())), k)
+    assert [v.tolist() for v in got.values] == [v.tolist() for v in want.values]
+    assert [o.tolist() for o in got.offsets] == [o.tolist() for o in want.offsets]
+    assert got.weights.tolist() == want.weights.tolist()
+
+
+def test_merge_tries_drops_the_nodes_of_cancelled_rows():
+    za = {(1, 2): 1, (1, 3): 1, (2, 5): 1}
+    bad, got, _ = _merge_tries(za, {(1, 2): -1, (1, 3): -1, (4, 0): 2}, 2)
+    assert bad == -1
+    assert [v.tolist() for v in got.values] == [[2, 4], [5, 0]]
+    assert [o.tolist() for o in got.offsets] == [[0, 1, 2]]
+    assert got.weights.tolist() == [1, 2]
+    bad, got, _ = _merge_tries(za, {r: -1 for r in za}, 2)
+    assert bad == -1 and [v.tolist() for v in got.values] == [[], []] and got.offsets[0].tolist() == [0]
+
+
+def test_merge_tries_reports_the_row_that_overflows():
+    bad, _, bad_row = _merge_tries({(0, 1): 1, (3, 4): I64_MAX}, {(3, 4): 1}, 2)
+    assert bad == 0 and bad_row.tolist() == [3, 4]
