@@ -276,6 +276,14 @@ def _weight(wt, S, s0, ab, a0, n_atoms, hits):
 
 
 @njit(cache=True, nogil=True)
+def _grown(a, m, cap):
+    """A copy of ``a`` with room for ``cap`` rows, its first ``m`` rows kept."""
+    out = np.empty((cap,) + a.shape[1:], dtype=a.dtype)
+    out[:m] = a[:m]
+    return out
+
+
+@njit(cache=True, nogil=True)
 def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col,
                LO0, HI0, stop_level, limit):
     """Materialise the frontier after levels ``0 .. stop_level - 1``.
@@ -283,8 +291,8 @@ def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
     Starts from one empty prefix whose part ranges are ``LO0``/``HI0`` (``int64[P]``).
     Returns ``(status, bound, w, LO, HI)``: ``status`` is the number of rows, ``-1 - r``
     when a weight product of row ``r`` of some level overflows int64 (``bound`` is then
-    that level's input), or ``TOO_BIG`` when a level's frontier would exceed ``limit``
-    rows (the caller then streams in slices).
+    that level's input), or ``TOO_BIG`` when a level's candidates (the proposers' values,
+    summed over the rows) exceed ``limit`` (the caller then streams in slices).
     """
     P = LO0.shape[0]
     bound = np.zeros((1, 0), dtype=np.int64)
@@ -305,23 +313,26 @@ def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
         s0, s1 = level_slots[l], level_slots[l + 1]
         a0 = level_atoms[l]
         n_atoms = level_atoms[l + 1] - a0 - 1
-        cap = 0
-        for r in range(n):
-            _, size = _candidates(l, r, S, level_slots, atom_bounds, a0, n_atoms, bnd_off, bnd_col, bnd_upper,
-                                  LO, HI, bound, lo, hi)
-            cap += size
-        if cap > limit:
-            return TOO_BIG, bound, w, LO, HI
+        # one pass: the next frontier grows by doubling (a counting pass first would
+        # repeat every row's searches, and at large frontiers their cache misses)
+        cap = max(2 * n, 64)
         nb = np.empty((cap, l + 1), dtype=np.int64)
         nw = np.empty(cap, dtype=np.int64)
         NLO = np.empty((cap, P), dtype=np.int64)
         NHI = np.empty((cap, P), dtype=np.int64)
         m = 0
+        proposed = 0
         for r in range(n):
-            best, _ = _candidates(l, r, S, level_slots, atom_bounds, a0, n_atoms, bnd_off, bnd_col, bnd_upper,
-                                  LO, HI, bound, lo, hi)
+            best, size = _candidates(l, r, S, level_slots, atom_bounds, a0, n_atoms, bnd_off, bnd_col, bnd_upper,
+                                     LO, HI, bound, lo, hi)
             if best < 0:
                 continue
+            proposed += size
+            if proposed > limit:
+                return TOO_BIG, bound, w, LO, HI
+            if m + size > cap:
+                cap = max(2 * cap, m + size)
+                nb, nw, NLO, NHI = _grown(nb, m, cap), _grown(nw, m, cap), _grown(NLO, m, cap), _grown(NHI, m, cap)
             for j in range(s1 - s0):
                 cur[j] = lo[j]
             while True:
