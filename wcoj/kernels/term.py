@@ -39,6 +39,7 @@ import ctypes
 import numpy as np
 from llvmlite import ir
 from numba import config, njit, prange, types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .weights import _add_overflows, _mul_overflows
@@ -48,12 +49,28 @@ __all__ = ["address_table", "run_levels", "run_terms", "count_tail", "count_tail
 TOO_BIG = -(1 << 62)  # status: a level's frontier would exceed the row limit
 SLOT_FIELDS = 9
 V, N, O, D, DN, B, LAST, COL, UNIT = range(SLOT_FIELDS)
+AHEAD = 8  # rows of a frontier whose ranges are prefetched ahead of the one being extended
 GALLOP_RATIO = 32  # a two-part count gallops through the longer side past this size ratio
 
 if config.DISABLE_JIT:  # the pure-Python twin reads the same memory through ctypes
     def _load(addr, i):
         return ctypes.c_int64.from_address(int(addr) + 8 * int(i)).value
+
+    def _prefetch(addr):
+        pass
 else:
+    @intrinsic
+    def _prefetch(typingctx, addr):
+        """Ask the cache for the line at ``addr`` (``llvm.prefetch``: a read, kept close)."""
+        def codegen(context, builder, signature, args):
+            i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+            fn = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), "llvm.prefetch.p0")
+            builder.call(fn, [builder.inttoptr(args[0], i8p), i32(0), i32(3), i32(1)])
+            return context.get_dummy_value()
+        return types.void(types.int64), codegen
+
+
     @intrinsic
     def _load(typingctx, addr, i):
         """``int64`` at ``addr + 8 * i``."""
@@ -275,6 +292,20 @@ def _weight(wt, S, s0, ab, a0, n_atoms, hits):
     return True, wt
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _prefetch_ranges(S, s0, s1, LO, HI, r):
+    """Prefetch the first values of row ``r``'s ranges at the level owning slots
+    ``s0:s1`` (not whole levels: those are looked up, not walked)."""
+    probe = -1  # a value this row will look up in the level-0 directories: the first
+    for s in range(s0, s1):  # value of a range that is not a whole level
+        c = S[s, COL]
+        a, b = LO[r, c], HI[r, c]
+        if b > a and (a > 0 or b < S[s, N]):
+            _prefetch(S[s, V] + 8 * a)
+            if probe < 0:
+                probe = s
+
+
 @njit(cache=True, nogil=True)
 def _grown(a, m, cap):
     """A copy of ``a`` with room for ``cap`` rows, its first ``m`` rows kept."""
@@ -323,6 +354,8 @@ def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
         m = 0
         proposed = 0
         for r in range(n):
+            if r + AHEAD < n:
+                _prefetch_ranges(S, s0, s1, LO, HI, r + AHEAD)
             best, size = _candidates(l, r, S, level_slots, atom_bounds, a0, n_atoms, bnd_off, bnd_col, bnd_upper,
                                      LO, HI, bound, lo, hi)
             if best < 0:
