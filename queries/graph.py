@@ -32,6 +32,7 @@ from indexes.index import Relation
 from queries.patterns import Pattern, by_name
 from wcoj.errors import InputError, QueryError, WcojError
 from wcoj.generic_join import IncrementalGenericJoin
+from wcoj.kernels.rowops import last_edge_ops_into, pack_edge_ops
 from wcoj.zset import ZSet
 
 __all__ = ["Graph", "GraphView", "Tick", "as_edge_array", "settle_heap"]
@@ -59,6 +60,31 @@ def as_edge_array(edges, what: str = "edges") -> I64:
         r, c = np.argwhere(out_of_range)[0]
         raise InputError(f"{what}: node id {int(arr[r, c])} in row {int(r)} is out of range [0, 2**62)")
     return np.ascontiguousarray(arr)
+
+
+def _last_ops(inserts: I64, deletes: I64, normalise: bool) -> tuple[I64, npt.NDArray[np.bool_]]:
+    """The edges a tick touches (sorted, unique; self-loops dropped; pairs as ``(min, max)``
+    when ``normalise``) and whether the last operation on each is an insert (deletes apply
+    after inserts). One sort of a packed int64 per operation, or a lexsort for huge ids."""
+    n = len(inserts) + len(deletes)
+    packed = np.empty(n, dtype=np.int64)
+    m, bv, bo = pack_edge_ops(inserts, deletes, normalise, packed)
+    if m >= 0:
+        packed = np.sort(packed[:m])
+        rows, insert = np.empty((m, 2), dtype=np.int64), np.empty(m, dtype=np.bool_)
+        m = last_edge_ops_into(packed, len(inserts), bv, bo, rows, insert)
+        return rows[:m], insert[:m]
+    rows = np.concatenate([inserts, deletes])
+    insert = np.arange(n) < len(inserts)
+    keep = rows[:, 0] != rows[:, 1]
+    rows, insert = rows[keep], insert[keep]
+    if normalise:
+        rows = np.sort(rows, axis=1)
+    order = np.lexsort((np.arange(len(rows)), rows[:, 1], rows[:, 0]))
+    rows, insert = rows[order], insert[order]
+    last = np.ones(len(rows), dtype=bool)
+    last[:-1] = np.any(rows[1:] != rows[:-1], axis=1)
+    return np.ascontiguousarray(rows[last]), insert[last]
 
 
 def settle_heap() -> None:
@@ -198,22 +224,12 @@ class Graph:
     # ------------------------------------------------------------------ ticks
     def _primary_delta(self, inserts: I64, deletes: I64) -> ZSet:
         """The primary relation's delta with set semantics: a tick's deletes apply after its inserts."""
-        rows = np.concatenate([inserts, deletes])
-        want = np.concatenate([np.ones(len(inserts), bool), np.zeros(len(deletes), bool)])
-        keep = rows[:, 0] != rows[:, 1]
-        rows, want = rows[keep], want[keep]
-        if not self.directed:  # one decision per unordered pair
-            rows = np.sort(rows, axis=1)
+        rows, insert = _last_ops(inserts, deletes, normalise=not self.directed)
         if not len(rows):
             return ZSet.empty(2)
-        order = np.lexsort((np.arange(len(rows)), rows[:, 1], rows[:, 0]))
-        rows, want = rows[order], want[order]
-        last = np.ones(len(rows), dtype=bool)
-        last[:-1] = np.any(rows[1:] != rows[:-1], axis=1)
-        rows, want = rows[last], want[last]
         have = self.relations[self.primary].view("prev", (0, 1)).weight(rows) > 0
-        change = want != have
-        return ZSet(np.ascontiguousarray(rows[change]), np.where(want[change], 1, -1).astype(np.int64))
+        change = insert != have
+        return ZSet(np.ascontiguousarray(rows[change]), np.where(insert[change], 1, -1).astype(np.int64))
 
     def _oriented_delta(self, dd: ZSet) -> ZSet:
         """Directed graphs: the change of ``O`` implied by the (staged) change ``dd`` of ``D``."""

@@ -71,6 +71,20 @@ def test_set_semantics_undirected():
     assert g.n_ticks == 4
 
 
+@pytest.mark.parametrize("directed", [False, True], ids=["undirected", "directed"])
+def test_set_semantics_hold_for_ids_too_large_to_pack(directed):
+    """Node ids near 2**62 do not pack two to an int64: the tick sorts its edges another way."""
+    big = 2**62 - 10
+    g, small = Graph(directed=directed), Graph(directed=directed)
+    g.load_edges(np.array([[big + 1, big + 2], [big + 2, big + 3]]))
+    small.load_edges(np.array([[1, 2], [2, 3]]))
+    ins, dels = np.array([[3, 1], [4, 4], [2, 1], [3, 4]]), np.array([[3, 4], [5, 6], [2, 3]])
+    t, ts = g.apply(inserts=ins + big, deletes=dels + big), small.apply(inserts=ins, deletes=dels)
+    assert {(u - big, v - big) for u, v in edge_set(g)} == edge_set(small)
+    assert (t.edge_delta.keys - big).tolist() == ts.edge_delta.keys.tolist()
+    assert t.edge_delta.weights.tolist() == ts.edge_delta.weights.tolist()
+
+
 def test_insert_and_delete_of_one_edge_in_opposite_directions():
     """Regression (fixed in cc27d0b): the reversed copy of an insert used to come after the
     deletes, so D kept (2, 1) alone and O kept the edge."""

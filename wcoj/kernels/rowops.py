@@ -9,6 +9,8 @@ do the same work in one call each, comparing rows column by column:
 * ``merge_rows_into``: the plus of two consolidated Z-sets, one linear merge of their
   rows (no packing, any width);
 * ``trie_levels_into``: the level boundaries of a sorted Z-set, for ``Trie.from_zset``;
+* ``pack_edge_ops``, ``last_edge_ops_into``: a tick's edge inserts and deletes reduced
+  to the last operation on each edge (sorting one packed int64 per operation);
 * ``merge_tries_into``: the sum of two tries, written level by level as a new trie (the
   merge of a log-structured index's runs: no rows are expanded, no Z-set rebuilt).
 
@@ -23,7 +25,7 @@ from .term import _load
 from .weights import _add_overflows
 
 __all__ = ["sort_small_into", "merge_rows_into", "trie_levels_into", "merge_tries_into",
-           "SMALL_ROWS"]
+           "pack_edge_ops", "last_edge_ops_into", "SMALL_ROWS"]
 
 SMALL_ROWS = 256  # insertion sort below this many rows; the packed argsort above
 
@@ -285,3 +287,68 @@ def _copy_rest(T, pos, row, i, end, par, last, values, offsets, vstart, ostart, 
             end = _load(T[L - 1, 2], par + 1)
     counts[L] = wpos
 
+
+@njit(cache=True, nogil=True, inline="always")
+def _bits(x):
+    """Bits needed to write the non-negative ``x`` (0 for 0)."""
+    n = 0
+    while x > 0:
+        x >>= 1
+        n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def pack_edge_ops(ins, dels, normalise, out):
+    """Pack a tick's edge operations, one int64 each, so that sorting them sorts by
+    ``(u, v, order)``: ``u << (bv + bo) | v << bo | order``, where ``order`` is the
+    operation's position (inserts first, then deletes, which apply after them).
+
+    ``ins``, ``dels``: ``int64[n, 2]`` node ids in ``[0, 2**62)``. Self-loops are dropped;
+    ``normalise`` writes each pair as ``(min, max)``. ``out``: ``int64[len(ins) + len(dels)]``.
+    Returns ``(m, bv, bo)``: operations written and the two shifts, or ``(-1, 0, 0)`` when
+    the ids are too large to pack into 63 bits (the caller sorts another way).
+    """
+    n_ins, n = ins.shape[0], ins.shape[0] + dels.shape[0]
+    max_u = max_v = 0
+    for i in range(n):
+        a = ins[i, 0] if i < n_ins else dels[i - n_ins, 0]
+        b = ins[i, 1] if i < n_ins else dels[i - n_ins, 1]
+        if normalise and a > b:
+            a, b = b, a
+        max_u, max_v = max(max_u, a), max(max_v, b)
+    bv, bo = _bits(max_v), _bits(n - 1)
+    if _bits(max_u) + bv + bo > 63:
+        return -1, 0, 0
+    m = 0
+    for i in range(n):
+        a = ins[i, 0] if i < n_ins else dels[i - n_ins, 0]
+        b = ins[i, 1] if i < n_ins else dels[i - n_ins, 1]
+        if a == b:
+            continue
+        if normalise and a > b:
+            a, b = b, a
+        out[m] = (a << (bv + bo)) | (b << bo) | i
+        m += 1
+    return m, bv, bo
+
+
+@njit(cache=True, nogil=True)
+def last_edge_ops_into(packed, n_ins, bv, bo, out_keys, out_insert):
+    """The last operation on each edge, from ``pack_edge_ops``' output once sorted.
+
+    Writes the distinct edges in order into ``out_keys`` (``int64[len(packed), 2]``) and
+    into ``out_insert`` (booleans) whether the edge's last operation is an insert (its
+    order is below ``n_ins``). Returns the number of edges.
+    """
+    m = 0
+    mask_o, mask_v = (1 << bo) - 1, (1 << bv) - 1
+    for i in range(packed.shape[0]):
+        e = packed[i] >> bo
+        if i + 1 < packed.shape[0] and packed[i + 1] >> bo == e:
+            continue  # a later operation on the same edge wins
+        out_keys[m, 0] = e >> bv
+        out_keys[m, 1] = e & mask_v
+        out_insert[m] = (packed[i] & mask_o) < n_ins
+        m += 1
+    return m

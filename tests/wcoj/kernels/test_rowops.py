@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from wcoj.extenders import TrieArrays
-from wcoj.kernels.rowops import merge_rows_into, merge_tries_into, sort_small_into, trie_levels_into
+from wcoj.kernels.rowops import (last_edge_ops_into, merge_rows_into, merge_tries_into, pack_edge_ops,
+                                  sort_small_into, trie_levels_into)
 
 I64 = np.int64
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
@@ -143,3 +144,34 @@ def test_merge_tries_drops_the_nodes_of_cancelled_rows():
 def test_merge_tries_reports_the_row_that_overflows():
     bad, _, bad_row = _merge_tries({(0, 1): 1, (3, 4): I64_MAX}, {(3, 4): 1}, 2)
     assert bad == 0 and bad_row.tolist() == [3, 4]
+
+
+def _last_ops_oracle(ins, dels, normalise):
+    last = {}
+    for (a, b), op in [(r, True) for r in ins] + [(r, False) for r in dels]:
+        if a != b:
+            last[(min(a, b), max(a, b)) if normalise else (a, b)] = op
+    return sorted(last.items())
+
+
+edges = st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=12)
+
+
+@given(edges, edges, st.booleans())
+def test_last_edge_ops_keep_the_last_operation_on_each_edge(ins, dels, normalise):
+    a, b = (np.array(x, I64).reshape(-1, 2) for x in (ins, dels))
+    packed = np.empty(len(ins) + len(dels), I64)
+    m, bv, bo = pack_edge_ops(a, b, normalise, packed)
+    assert m >= 0
+    packed = np.sort(packed[:m])
+    keys, insert = np.empty((m, 2), I64), np.empty(m, np.bool_)
+    n = last_edge_ops_into(packed, len(ins), bv, bo, keys, insert)
+    got = [(tuple(k), bool(i)) for k, i in zip(keys[:n].tolist(), insert[:n].tolist())]
+    assert got == _last_ops_oracle(ins, dels, normalise)
+
+
+def test_pack_edge_ops_refuses_ids_that_do_not_fit():
+    big = np.array([[2**61, 2**61 + 1]], I64)
+    assert pack_edge_ops(big, big, True, np.empty(2, I64))[0] == -1
+    m, bv, bo = pack_edge_ops(np.array([[2**40, 5], [3, 3]], I64), np.zeros((0, 2), I64), True, np.empty(2, I64))
+    assert (m, bv, bo) == (1, 41, 1)  # the self-loop is dropped; max(v) = 2**40 needs 41 bits
