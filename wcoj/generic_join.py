@@ -17,7 +17,8 @@ rule (DESIGN.md, "The incremental join, exactly")::
     ΔQ = Σ_i  A1' ⋈ ... ⋈ A(i-1)' ⋈ ΔAi ⋈ A(i+1) ⋈ ... ⋈ An
 
 where ``X'`` is the ``curr`` view and ``X`` the ``prev`` view. Each term's variable order
-starts with its delta atom's variables, so its work is bounded by the delta.
+starts with its delta atom's variables, so its work is bounded by the delta. All terms
+of a tick run in one jitted call (``kernels.term.run_terms``) when they can.
 
 Relies on ``wcoj.extenders`` (the protocol), ``wcoj.kernels.intersect`` and
 ``wcoj.kernels.weights``. Used by ``wcoj.multiway`` (the circuit operator) and by the
@@ -53,7 +54,7 @@ from wcoj.kernels.intersect import (
     count_pair_parallel,
     narrow_ranges,
 )
-from wcoj.zset import ZSet
+from wcoj.zset import ZSet, consolidate
 
 __all__ = ["Atom", "generic_join", "IncrementalGenericJoin", "choose_order", "SLICE_ROWS"]
 
@@ -750,7 +751,9 @@ class IncrementalGenericJoin:
         status, _, keys, w = prog.run(parts, SLICE_ROWS)
         if status < 0:  # too big to hold, or an overflow: the term-by-term path streams or raises
             return None
-        return ZSet.from_arrays(keys, w, arity=len(self.output))
+        if not keys.shape[0]:
+            return ZSet.empty(len(self.output))
+        return ZSet(*consolidate(keys, w))  # several terms may emit one row
 
     def delta(self, count_only: bool = False) -> ZSet | int:
         """ΔQ for the staged tick: one generic join per atom whose delta is not empty.
