@@ -28,6 +28,7 @@ __all__ = ["sort_small_into", "merge_rows_into", "trie_levels_into", "merge_trie
            "pack_edge_ops", "last_edge_ops_into", "SMALL_ROWS"]
 
 SMALL_ROWS = 256  # insertion sort below this many rows; the packed argsort above
+GALLOP = 8  # after this many rows in a row from the first trie, a merge searches for the run's end
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -179,13 +180,89 @@ def _open(row, values, offsets, vstart, ostart, counts):
         counts[j] += 1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _at_least(addr, lo, hi, x):
+    """First position p in [lo, hi) whose value is >= x (hi if none)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if _load(addr, mid) < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _above(addr, lo, hi, x):
+    """First position p in [lo, hi) whose value is > x (hi if none)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if _load(addr, mid) <= x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True)
+def _lower_bound_row(T, lo, prefix, leaf):
+    """The first leaf of the trie with table ``T`` whose row is not below
+    ``(*prefix, leaf)``, searching from node ``lo`` of level 0."""
+    L = prefix.shape[0]
+    hi = T[0, 1]
+    for j in range(L + 1):
+        x = prefix[j] if j < L else leaf
+        s = _at_least(T[j, 0], lo, hi, x)
+        if j == L or s == hi or _load(T[j, 0], s) != x:
+            for t in range(j, L):  # the first leaf under node s (or after the range)
+                s = _load(T[t, 2], s)
+            return s
+        lo, hi = _load(T[j, 2], s), _load(T[j, 2], s + 1)
+    return hi
+
+
+@njit(cache=True, nogil=True)
+def _copy_block(T, pos, row, x, y, last, values, offsets, vstart, ostart, out_w, counts):
+    """Append the leaves ``[x, y)`` of the trie with table ``T`` (its cursor on ``x``,
+    whose row is above the output's last one) with the nodes above them, copying each
+    level's values and shifting its offsets. Leaves in ``last`` the node holding leaf
+    ``y - 1`` at each level, and moves the cursor to leaf ``y`` (when there is one)."""
+    L = pos.shape[0]
+    _open(row, values, offsets, vstart, ostart, counts)
+    child = y - 1
+    for j in range(L - 1, -1, -1):
+        child = _above(T[j, 2], pos[j] + 1, T[j, 1] + 1, child) - 1
+        last[j] = child
+    for j in range(L):  # nodes after the cursor's are new: output = input + shift
+        shift = counts[j + 1] - pos[j + 1] - 1 if j + 1 < L else counts[L] - x
+        v_in, o_in, v_out, o_out = T[j, 0], T[j, 2], vstart[j] + counts[j], ostart[j] + counts[j]
+        lo, n = pos[j] + 1, last[j] - pos[j]
+        for t in range(n):
+            offsets[o_out + t] = _load(o_in, lo + t) + shift
+            values[v_out + t] = _load(v_in, lo + t)
+        counts[j] += n
+    v_in, w_in, v_out, w_out = T[L, 0], T[L, 2], vstart[L] + counts[L], counts[L]
+    for t in range(y - x):
+        values[v_out + t] = _load(v_in, x + t)
+        out_w[w_out + t] = _load(w_in, x + t)
+    counts[L] += y - x
+    if y < T[L, 1]:
+        child = y
+        for j in range(L - 1, -1, -1):  # leaf y's node is leaf y - 1's or the next one
+            p = last[j] + 1 if _load(T[j, 2], last[j] + 1) <= child else last[j]
+            pos[j], row[j], child = p, _load(T[j, 0], p), p
+
+
 @njit(cache=True, nogil=True)
 def merge_tries_into(TA, TB, values, offsets, vstart, ostart, out_w, counts, bad_row):
     """The sum of two tries of the same arity ``r`` and column order, as a new trie:
     one linear merge of their rows, read through the levels and written level by level,
     adding the weights of equal rows and dropping zero sums (a node is written only when
     a row under it survives). O((|a| + |b|) * r); the loop per row touches the leaves
-    only, the levels above are compared and written when a parent changes.
+    only, the levels above are compared and written when a parent changes. After
+    ``GALLOP`` rows in a row from ``a``, the end of the run is searched for and the run
+    copied level by level, so a small ``b`` merges in O(|b| * r * log|a|) searches plus
+    a copy of ``a``.
 
     ``TA``, ``TB`` are the tries' ``TrieArrays.table()`` (``int64[r, 6]``; the arrays
     must stay alive). The caller allocates ``values`` with room for level ``j`` at
@@ -213,13 +290,27 @@ def merge_tries_into(TA, TB, values, offsets, vstart, ostart, out_w, counts, bad
     last_a = last_b = -1 if L else 0
     par_a = par_b = 0  # the current parents (level L - 1)
     pc = _prefix_cmp(ra, rb)
-    i = j = 0
+    last = np.zeros(L, dtype=np.int64)
+    i = j = run = 0
     while i < na and j < nb:
         if pc != 0:
             c = pc
         else:
             x, y = _load(va, i), _load(vb, j)
             c = -1 if x < y else (1 if x > y else 0)
+        run = run + 1 if c < 0 else 0
+        if run > GALLOP:  # a long run of a's rows: copy it up to b's row at once
+            y = _lower_bound_row(TA, pa[0] if L else i, rb, _load(vb, j))
+            counts[L] = wpos
+            _copy_block(TA, pa, ra, i, y, last, values, offsets, vstart, ostart, out_w, counts)
+            wpos, i, run = counts[L], y, 0
+            if L:
+                last_a, last_b = last[L - 1], -1
+                if i < na:
+                    par_a = pa[L - 1]
+                    end_a = _load(TA[L - 1, 2], par_a + 1)
+                    pc = _prefix_cmp(ra, rb)
+            continue
         if c <= 0:
             w = _load(wa, i)
             if c == 0:

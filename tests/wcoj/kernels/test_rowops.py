@@ -3,7 +3,10 @@
 Also run by ``./dev test`` with ``NUMBA_DISABLE_JIT=1``, so keep the inputs small.
 """
 
+import itertools
+
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -125,6 +128,34 @@ def test_merge_tries_equals_the_trie_of_the_sum(case):
     bad, got, _ = _merge_tries(za, zb, k)
     assert bad == -1
     want = _levels(consolidated(list(za) + list(zb), list(za.values()) + list(zb.values())), k)
+    assert [v.tolist() for v in got.values] == [v.tolist() for v in want.values]
+    assert [o.tolist() for o in got.offsets] == [o.tolist() for o in want.offsets]
+    assert got.weights.tolist() == want.weights.tolist()
+
+
+@given(st.integers(1, 3).flatmap(lambda k: st.tuples(
+    rows_and_weights(width=k, max_size=80), rows_and_weights(width=k, max_size=4))))
+def test_merge_tries_copies_long_runs_of_the_first_trie(case):
+    """A large first trie and a small second one: most rows are copied a run at a time."""
+    (k, ra, wa), (_, rb, wb) = case
+    for za, zb in [(consolidated(ra, wa), consolidated(rb, wb)), (consolidated(ra, wa), consolidated(ra[:3], [-w for w in wa[:3]]))]:
+        bad, got, _ = _merge_tries(za, zb, k)
+        want = _levels(consolidated(list(za) + list(zb), list(za.values()) + list(zb.values())), k)
+        assert bad == -1
+        assert [v.tolist() for v in got.values] == [v.tolist() for v in want.values]
+        assert [o.tolist() for o in got.offsets] == [o.tolist() for o in want.offsets]
+        assert got.weights.tolist() == want.weights.tolist()
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_merge_tries_copies_runs_between_a_few_rows(k):
+    za = {r: 1 + sum(r) % 3 for r in itertools.product(range(5), repeat=k)}
+    rows = list(za)
+    zb = {rows[3]: -za[rows[3]], rows[-2]: 2, (9,) * k: 1, (-1,) * k: 4}
+    zb = consolidated(list(zb), list(zb.values()))
+    bad, got, _ = _merge_tries(za, zb, k)
+    want = _levels(consolidated(list(za) + list(zb), list(za.values()) + list(zb.values())), k)
+    assert bad == -1
     assert [v.tolist() for v in got.values] == [v.tolist() for v in want.values]
     assert [o.tolist() for o in got.offsets] == [o.tolist() for o in want.offsets]
     assert got.weights.tolist() == want.weights.tolist()
