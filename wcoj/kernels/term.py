@@ -314,27 +314,6 @@ def _grown(a, m, cap):
     return out
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _match(S, s0, ab, a0, n_atoms, best, lo, hi, cur, hits, w0, bound, r, ne_off, ne_col, l):
-    """Row ``r``'s next value at level ``l`` that passes the level's ``!=`` filters and
-    has a weight (``w0`` times the ending atoms' summed leaf weights) other than 0.
-
-    Returns ``(1, value, weight)``, ``(0, _, _)`` when none is left, or ``(-1, _, _)``
-    when a weight product overflows int64.
-    """
-    while True:
-        ok, x = _next(S, s0, ab, a0, n_atoms, best, lo, hi, cur, hits)
-        if not ok:
-            return 0, x, w0
-        if not _distinct(x, bound, r, ne_off, ne_col, l):
-            continue
-        fine, wt = _weight(w0, S, s0, ab, a0, n_atoms, hits)
-        if not fine:
-            return -1, x, wt
-        if wt != 0:
-            return 1, x, wt
-
-
 @njit(cache=True, nogil=True)
 def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col,
                LO0, HI0, stop_level, limit):
@@ -390,12 +369,16 @@ def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
             for j in range(s1 - s0):
                 cur[j] = lo[j]
             while True:
-                got, x, wt = _match(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, w[r],
-                                    bound, r, ne_off, ne_col, l)
-                if got == 0:
+                ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits)
+                if not ok:
                     break
-                if got < 0:
+                if not _distinct(x, bound, r, ne_off, ne_col, l):
+                    continue
+                fine, wt = _weight(w[r], S, s0, atom_bounds, a0, n_atoms, hits)
+                if not fine:
                     return -1 - r, bound, w, LO, HI
+                if wt == 0:
+                    continue
                 for c in range(l):
                     nb[m, c] = bound[r, c]
                 nb[m, l] = x
@@ -518,11 +501,13 @@ def _count_last(l, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, b
     for j in range(s1 - s0):
         cur[j] = lo[j]
     while True:
-        got, _, p = _match(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, np.int64(1),
-                           bound, r, ne_off, ne_col, l)
-        if got == 0:
+        ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits)
+        if not ok:
             return True, acc
-        if got < 0 or _add_overflows(acc, p):
+        if not _distinct(x, bound, r, ne_off, ne_col, l):
+            continue
+        fine, p = _weight(np.int64(1), S, s0, atom_bounds, a0, n_atoms, hits)
+        if not fine or _add_overflows(acc, p):
             return False, acc
         acc += p
 
@@ -597,12 +582,16 @@ def _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
             one_hi[0, p] = HI[r, p]
         acc = np.int64(0)
         while True:
-            got, x, wt = _match(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, np.int64(1),
-                                bound, r, ne_off, ne_col, l)
-            if got == 0:
+            ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits)
+            if not ok:
                 break
-            if got < 0:
+            if not _distinct(x, bound, r, ne_off, ne_col, l):
+                continue
+            fine, wt = _weight(np.int64(1), S, s0, atom_bounds, a0, n_atoms, hits)
+            if not fine:
                 return r, np.int64(0)
+            if wt == 0:
+                continue
             one_b[0, L] = x
             for j in range(s1 - s0):
                 c = S[s0 + j, COL]
