@@ -46,7 +46,7 @@ from wcoj.extenders import IncrementalSource, PrefixExtender, TrieArrays, descen
 from wcoj.kernels import weights as wk
 from wcoj.kernels.frontier import extend_frontier, extend_frontier_pair
 from wcoj.kernels.term import (B, COL, D, LAST, N, SLOT_FIELDS, TOO_BIG, UNIT, V, count_tail,
-                               count_tail_parallel, run_levels, run_terms)
+                               count_tail_parallel, run_levels, run_terms, slot_table)
 from wcoj.kernels.intersect import (
     count_last_level,
     count_last_level_parallel,
@@ -820,7 +820,7 @@ class _TermsProgram:
             term_parts.append(term_parts[-1] + len(part_arity))
             out_cols.append([list(order).index(v) for v in output])
         cat = lambda xs: np.ascontiguousarray(np.concatenate(xs), dtype=np.int64)  # noqa: E731
-        self.at, self.deep, self.part_rows = cat(at), np.concatenate(deep), cat(part_rows)
+        self.at, self.deep, self.part_rows = cat(at), cat(deep), cat(part_rows)
         self.fixed = np.ascontiguousarray(np.concatenate(fixed), dtype=np.int64)
         self.shape = tuple(cat(xs) for xs in shape)
         self.term_levels = np.array(term_levels, dtype=np.int64)
@@ -830,13 +830,8 @@ class _TermsProgram:
     def run(self, parts: list[TrieArrays], limit: int):
         """``(status, term, keys, w)`` from ``run_terms`` over ``parts`` (the terms' atoms'
         parts in order). The caller keeps ``parts`` alive: the kernel reads their addresses."""
-        T = np.concatenate([p.table() for p in parts])
-        S = np.empty((self.at.shape[0], SLOT_FIELDS), dtype=np.int64)
-        S[:, V:B + 1] = T[self.at]
-        S[self.deep, D:B + 1] = 0
-        S[:, LAST:] = self.fixed
-        hi = np.ascontiguousarray(T[self.part_rows, N])
-        lo = np.zeros_like(hi)
+        S, lo, hi = slot_table(np.concatenate([p.table() for p in parts]), self.at, self.deep,
+                               self.fixed, self.part_rows)
         return run_terms(S, *self.shape, self.term_levels, self.term_parts, self.out_cols, lo, hi, limit)
 
 

@@ -44,7 +44,7 @@ from numba.extending import intrinsic
 
 from .weights import _add_overflows, _mul_overflows
 
-__all__ = ["address_table", "run_levels", "run_terms", "count_tail", "count_tail_parallel", "TOO_BIG", "SLOT_FIELDS"]
+__all__ = ["address_table", "run_levels", "run_terms", "slot_table", "count_tail", "count_tail_parallel", "TOO_BIG", "SLOT_FIELDS"]
 
 TOO_BIG = -(1 << 62)  # status: a level's frontier would exceed the row limit
 SLOT_FIELDS = 9
@@ -400,6 +400,30 @@ def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
     if bound.shape[1] < stop_level:  # the frontier emptied early: no rows, full width
         bound = np.zeros((0, stop_level), dtype=np.int64)
     return bound.shape[0], bound, w, LO, HI
+
+
+@njit(cache=True, nogil=True)
+def slot_table(T, at, deep, fixed, part_rows):
+    """The slot table of a join program from its parts' stacked ``TrieArrays.table()``
+    rows ``T``: slot ``s`` copies row ``at[s]`` into ``V..B`` (directory fields zeroed
+    when ``deep[s]``, its column is not the part's level 0) and ``fixed[s]`` into
+    ``LAST, COL, UNIT``. Also returns the parts' whole level-0 ranges ``(lo, hi)``."""
+    n = at.shape[0]
+    S = np.empty((n, SLOT_FIELDS), dtype=np.int64)
+    for s in range(n):
+        for f in range(B + 1):
+            S[s, f] = T[at[s], f]
+        if deep[s]:
+            S[s, D] = 0
+            S[s, DN] = 0
+            S[s, B] = 0
+        S[s, LAST] = fixed[s, 0]
+        S[s, COL] = fixed[s, 1]
+        S[s, UNIT] = fixed[s, 2]
+    hi = np.empty(part_rows.shape[0], dtype=np.int64)
+    for q in range(part_rows.shape[0]):
+        hi[q] = T[part_rows[q], N]
+    return S, np.zeros_like(hi), hi
 
 
 @njit(cache=True, nogil=True)
