@@ -70,19 +70,20 @@ class IncrementalIndex:
     def __repr__(self) -> str:
         return f"IncrementalIndex(columns={self.columns}, runs={[len(r) for r in self.runs]})"
 
-    def _permute(self, z: ZSet) -> ZSet:
+    def _trie(self, z: ZSet) -> Trie:
+        """``z`` (natural column order, consolidated) as a trie in this index's order."""
         if self.columns == tuple(range(self.arity)):
-            return z
-        return ZSet.from_arrays(z.keys[:, list(self.columns)], z.weights, arity=self.arity)
+            return Trie.from_zset(z)
+        return Trie.from_rows(z.keys[:, list(self.columns)], z.weights)  # unique rows, re-sorted
 
     def load(self, z: ZSet) -> None:
         """Replace all committed state by ``z`` (natural column order): one base run."""
-        self.runs = [Trie.from_zset(self._permute(z))] if len(z) else []
+        self.runs = [self._trie(z)] if len(z) else []
         self.staged = None
 
     def stage(self, delta: ZSet) -> None:
         """Stage this tick's change (natural column order); nothing is committed yet."""
-        self.staged = Trie.from_zset(self._permute(delta)) if len(delta) else None
+        self.staged = self._trie(delta) if len(delta) else None
 
     def rollback(self) -> None:
         """Forget the staged change."""

@@ -26,19 +26,14 @@ import numpy.typing as npt
 from wcoj.errors import ArityMismatchError, WeightOverflowError
 from wcoj.extenders import TrieArrays, descend
 from wcoj.kernels.intersect import find_in_ranges
-from wcoj.kernels.rowops import merge_tries_into, trie_levels_into
+from wcoj.kernels.rowops import SMALL_ROWS, merge_tries_into, trie_of_rows_into
+from wcoj.rows import row_order
 from wcoj.kernels.term import row_weights
 from wcoj.zset import ZSet
 
 __all__ = ["Trie", "TrieView"]
 
 I64 = npt.NDArray[np.int64]
-
-
-def _ro(a: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a, dtype=np.int64)
-    a.flags.writeable = False
-    return a
 
 
 CACHE_ROWS = 1 << 14  # tries up to this many rows keep their Z-set (a tick's runs merge often)
@@ -72,31 +67,46 @@ class Trie:
     __slots__ = ("values", "offsets", "weights", "arity", "n_rows", "arrays", "_rows")
 
     def __init__(self, values: list[I64], offsets: list[I64], weights: I64, arity: int):
-        self.values = tuple(_ro(v) for v in values)
-        self.offsets = tuple(_ro(o) for o in offsets)
-        self.weights = _ro(weights)
+        self.arrays = a = TrieArrays(values, offsets, weights, *_directory(values[0]))
+        self.values, self.offsets, self.weights = a.values, a.offsets, a.weights  # read-only
         self.arity = arity
         self.n_rows = int(self.weights.shape[0])
-        self.arrays = TrieArrays(self.values, self.offsets, self.weights, *_directory(self.values[0]))
-        self._rows = None  # the Z-set it was built from, kept for small tries (merges read it)
+        self._rows = None  # the Z-set it was built from, kept for small tries
 
     @classmethod
     def from_zset(cls, z: ZSet) -> Trie:
         """Levels of ``z`` (consolidated, so sorted): one pass over the rows, O(n * arity)."""
-        keys, n, r = z.keys, len(z), z.arity
-        if r == 0:
-            raise ArityMismatchError("trie", 1, 0, "a trie needs at least one column")
-        starts = np.empty((r, n), dtype=np.int64)
-        offs = np.empty((max(r - 1, 1), n + 1), dtype=np.int64)
-        counts = np.empty(r, dtype=np.int64)
-        trie_levels_into(keys, starts, offs, counts)
-        values = [keys[starts[j, :counts[j]], j] for j in range(r - 1)] + [keys[:, r - 1]]
-        offsets = [offs[j, :counts[j] + 1] if 2 * counts[j] > n else offs[j, :counts[j] + 1].copy()
-                   for j in range(r - 1)]  # a short level does not pin the whole buffer
-        t = cls(values, offsets, z.weights, r)
-        if n <= CACHE_ROWS:
+        t = cls.from_rows(z.keys, z.weights, presorted=True)
+        if len(z) <= CACHE_ROWS:
             t._rows = z
         return t
+
+    @classmethod
+    def from_rows(cls, keys: I64, weights: I64, presorted: bool = False) -> Trie:
+        """The trie of unique rows ``keys`` (``int64[n, arity]``, in any order unless
+        ``presorted``) with ``weights`` (non-zero): one kernel call.
+
+        Complexity: O(n * arity) after the sort (insertion sort for a tick's few rows).
+
+        >>> t = Trie.from_rows(np.array([[2, 1], [1, 5], [1, 3]]), np.array([7, 8, 9]))
+        >>> t.to_zset().to_dict()
+        {(1, 3): 9, (1, 5): 8, (2, 1): 7}
+        """
+        keys = np.ascontiguousarray(keys, dtype=np.int64)
+        n, r = keys.shape
+        if r == 0:
+            raise ArityMismatchError("trie", 1, 0, "a trie needs at least one column")
+        sort = not presorted and n <= SMALL_ROWS
+        order = np.arange(n, dtype=np.int64) if presorted or sort else row_order(keys)
+        values = np.empty((r, n), dtype=np.int64)
+        offs = np.empty((max(r - 1, 1), n + 1), dtype=np.int64)
+        counts = np.empty(r, dtype=np.int64)
+        trie_of_rows_into(keys, order, sort, values, offs, counts)
+        c = counts.tolist()
+        # a short level is copied, so that it does not pin the whole buffer
+        return cls([values[j, :c[j]] if 2 * c[j] > n else values[j, :c[j]].copy() for j in range(r)],
+                   [offs[j, :c[j] + 1] if 2 * c[j] > n else offs[j, :c[j] + 1].copy() for j in range(r - 1)],
+                   weights if presorted else np.asarray(weights)[order], r)
 
     @classmethod
     def empty(cls, arity: int) -> Trie:
@@ -120,24 +130,28 @@ class Trie:
         if not self.n_rows:
             return other
         r = self.arity
-        room = np.array([a.shape[0] + b.shape[0] for a, b in zip(self.values, other.values)],
-                        dtype=np.int64)
-        vstart = np.zeros(r + 1, dtype=np.int64)
-        np.cumsum(room, out=vstart[1:])
-        ostart = vstart[:r] + np.arange(r, dtype=np.int64)
-        values = np.empty(int(vstart[r]), dtype=np.int64)
-        offsets = np.empty(int(vstart[r - 1] + r - 1), dtype=np.int64)
-        weights = np.empty(int(room[r - 1]), dtype=np.int64)
-        counts = np.empty(r, dtype=np.int64)
-        bad_row = np.empty(r, dtype=np.int64)
+        room = [a.shape[0] + b.shape[0] for a, b in zip(self.values, other.values)]
+        vstart = [0]
+        for x in room:
+            vstart.append(vstart[-1] + x)
+        n_off = vstart[r - 1] + r - 1
+        # one buffer: values of every level, offsets, weights, then the kernel's small arrays
+        buf = np.empty(vstart[r] + n_off + room[r - 1] + 4 * r + 1, dtype=np.int64)
+        values, offsets = buf[:vstart[r]], buf[vstart[r]:vstart[r] + n_off]
+        at = vstart[r] + n_off
+        weights, small = buf[at:at + room[r - 1]], buf[at + room[r - 1]:]
+        small[:2 * r + 1] = vstart + [v + j for j, v in enumerate(vstart[:r])]
+        starts, ostart = small[:r + 1], small[r + 1:2 * r + 1]
+        counts, bad_row = small[2 * r + 1:3 * r + 1], small[3 * r + 1:]
         if merge_tries_into(self.arrays.table(), other.arrays.table(), values, offsets,
-                            vstart, ostart, weights, counts, bad_row) >= 0:
+                            starts, ostart, weights, counts, bad_row) >= 0:
             row = tuple(bad_row.tolist())
             raise WeightOverflowError(f"the weights of row {row} sum beyond int64: "
                                       f"{self.weight_of(row)} + {other.weight_of(row)} does not fit")
         c = counts.tolist()
+        o = ostart.tolist()
         return Trie([values[vstart[j]:vstart[j] + c[j]] for j in range(r)],
-                    [offsets[ostart[j]:ostart[j] + c[j] + 1] for j in range(r - 1)],
+                    [offsets[o[j]:o[j] + c[j] + 1] for j in range(r - 1)],
                     weights[:c[r - 1]], r)
 
     def weight_of(self, row: tuple[int, ...]) -> int:

@@ -8,7 +8,8 @@ do the same work in one call each, comparing rows column by column:
 * ``sort_small_into``: consolidate up to a few hundred rows (insertion sort, stable);
 * ``merge_rows_into``: the plus of two consolidated Z-sets, one linear merge of their
   rows (no packing, any width);
-* ``trie_levels_into``: the level boundaries of a sorted Z-set, for ``Trie.from_zset``;
+* ``trie_of_rows_into``: the levels of a trie of unique rows, sorting small inputs first
+  (``Trie.from_rows``: a tick's delta in each column order);
 * ``pack_edge_ops``, ``last_edge_ops_into``: a tick's edge inserts and deletes reduced
   to the last operation on each edge (sorting one packed int64 per operation);
 * ``merge_tries_into``: the sum of two tries, written level by level as a new trie (the
@@ -24,7 +25,8 @@ from numba import njit
 from .term import _load
 from .weights import _add_overflows
 
-__all__ = ["sort_small_into", "merge_rows_into", "trie_levels_into", "merge_tries_into",
+__all__ = ["sort_small_into", "merge_rows_into", "trie_of_rows_into",
+           "merge_tries_into",
            "pack_edge_ops", "last_edge_ops_into", "SMALL_ROWS"]
 
 SMALL_ROWS = 256  # insertion sort below this many rows; the packed argsort above
@@ -117,32 +119,40 @@ def merge_rows_into(ka, wa, kb, wb, out_keys, out_w):
 
 
 @njit(cache=True, nogil=True)
-def trie_levels_into(keys, starts, offsets, counts):
-    """The nodes of each trie level of sorted, unique ``keys`` (``int64[n, r]``).
+def trie_of_rows_into(keys, order, sort, values, offsets, counts):
+    """The levels of the trie of the unique rows ``keys`` (``int64[n, r]``) taken in the
+    order ``order`` (a permutation of ``0..n-1`` that sorts them; with ``sort``, first
+    sorted here by insertion: for small inputs only).
 
-    Writes into ``starts[j, :counts[j]]`` the rows where level ``j``'s prefix (columns
-    ``0..j``) changes, so node ``p`` of level ``j`` holds ``keys[starts[j, p], j]``, and
-    into ``offsets[j, :counts[j] + 1]`` (``j < r - 1``) the CSR offsets of its children at
-    level ``j + 1``. ``starts`` is ``int64[r, n]``, ``offsets`` ``int64[max(r - 1, 1), n + 1]``;
-    the last level has one node per row.
+    Writes level ``j``'s values into ``values[j, :counts[j]]`` (``values``: ``int64[r, n]``)
+    and, for ``j < r - 1``, the CSR offsets of its nodes' children into
+    ``offsets[j, :counts[j] + 1]`` (``int64[max(r - 1, 1), n + 1]``); ``counts``: ``int64[r]``.
     """
     n, r = keys.shape
+    if sort:
+        for i in range(n):  # insertion sort of row indices
+            x, t = order[i], i
+            while t > 0 and _cmp(keys, order[t - 1], keys, x) > 0:
+                order[t] = order[t - 1]
+                t -= 1
+            order[t] = x
     for j in range(r):
         counts[j] = 0
+    prev = 0
     for i in range(n):
+        k = order[i]
         d = 0  # first column that differs from the previous row (all of them for row 0)
         if i > 0:
-            while d < r and keys[i, d] == keys[i - 1, d]:
+            while d < r and keys[k, d] == keys[prev, d]:
                 d += 1
         for j in range(d, r):
             if j < r - 1:  # the new node's first child is the next level's new node
                 offsets[j, counts[j]] = counts[j + 1]
-            starts[j, counts[j]] = i
+            values[j, counts[j]] = keys[k, j]
             counts[j] += 1
+        prev = k
     for j in range(r - 1):
         offsets[j, counts[j]] = counts[j + 1]
-
-
 
 @njit(cache=True, nogil=True, inline="always")
 def _climb(T, pos, row, leaf):

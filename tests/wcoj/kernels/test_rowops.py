@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from wcoj.extenders import TrieArrays
 from wcoj.kernels.rowops import (last_edge_ops_into, merge_rows_into, merge_tries_into, pack_edge_ops,
-                                  sort_small_into, trie_levels_into)
+                                  sort_small_into, trie_of_rows_into)
 
 I64 = np.int64
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
@@ -74,23 +74,22 @@ def test_merge_rows_reports_overflow():
     assert bad == 0
 
 
-@given(rows_and_weights(max_size=25, weights=st.just(1)))
-def test_trie_levels_match_a_python_trie(case):
+@given(rows_and_weights(max_size=25, weights=st.just(1)), st.booleans(), st.randoms(use_true_random=False))
+def test_trie_of_rows_matches_a_python_trie(case, sort, rnd):
     k, rows, _ = case
-    keys = np.array(sorted(set(rows)), I64).reshape(-1, k)
+    unique = sorted(set(rows))
+    keys = np.array(unique, I64).reshape(-1, k)
     n = keys.shape[0]
-    starts = np.empty((k, n), I64)
-    offs = np.empty((max(k - 1, 1), n + 1), I64)
-    counts = np.empty(k, I64)
-    trie_levels_into(keys, starts, offs, counts)
-    for j in range(k):
-        prefixes = [tuple(r[: j + 1]) for r in keys.tolist()]
-        firsts = [i for i in range(n) if i == 0 or prefixes[i] != prefixes[i - 1]]
-        assert starts[j, :counts[j]].tolist() == firsts
-        if j < k - 1:  # children of node p: next-level nodes starting inside its rows
-            nxt = [i for i in range(n) if i == 0 or tuple(keys[i, : j + 2]) != tuple(keys[i - 1, : j + 2])]
-            want = [sum(1 for s in nxt if s < f) for f in firsts] + [len(nxt)]
-            assert offs[j, :counts[j] + 1].tolist() == want
+    order = list(range(n))
+    if sort:  # the kernel sorts any order
+        rnd.shuffle(order)
+    order = np.array(order, I64)
+    values, offs, counts = np.empty((k, n), I64), np.empty((max(k - 1, 1), n + 1), I64), np.empty(k, I64)
+    trie_of_rows_into(keys, order, sort, values, offs, counts)
+    assert order.tolist() == list(range(n))
+    want = _levels(dict.fromkeys(unique, 1), k)
+    assert [values[j, :counts[j]].tolist() for j in range(k)] == [v.tolist() for v in want.values]
+    assert [offs[j, :counts[j] + 1].tolist() for j in range(k - 1)] == [o.tolist() for o in want.offsets]
 
 
 def _levels(z: dict, k: int) -> TrieArrays:
