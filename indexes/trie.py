@@ -26,7 +26,7 @@ import numpy.typing as npt
 from wcoj.errors import ArityMismatchError, WeightOverflowError
 from wcoj.extenders import TrieArrays, descend
 from wcoj.kernels.intersect import find_in_ranges
-from wcoj.kernels.rowops import SMALL_ROWS, merge_tries_into, trie_of_rows_into
+from wcoj.kernels.rowops import SMALL_ROWS, merge_tries_into, row_weights_lockstep, trie_of_rows_into
 from wcoj.rows import row_order
 from wcoj.kernels.term import row_weights
 from wcoj.zset import ZSet
@@ -37,6 +37,7 @@ I64 = npt.NDArray[np.int64]
 
 
 CACHE_ROWS = 1 << 14  # tries up to this many rows keep their Z-set (a tick's runs merge often)
+LOCKSTEP_ROWS = 4096  # weight() searches up to this many rows in lockstep
 DENSE_SPAN = 32  # keep a direct index of level 0 when its value span is at most 32x its size
 
 
@@ -260,8 +261,11 @@ class TrieView:
         if rows.shape[1] != self.arity:
             raise ArityMismatchError("weight lookup", self.arity, rows.shape[1])
         tables = [p.arrays.table() for p in self.parts]
-        first = np.cumsum([0] + [self.arity] * (len(tables) - 1)).astype(np.int64)
-        bad = row_weights(np.concatenate(tables), first, rows, out)
+        first = np.arange(len(tables), dtype=np.int64) * self.arity
+        # a few rows miss the cache at every level: search them side by side; many sorted
+        # rows walk the levels in order, which one row at a time does best
+        lookup = row_weights_lockstep if rows.shape[0] <= LOCKSTEP_ROWS else row_weights
+        bad = lookup(np.concatenate(tables), first, rows, out)
         if bad >= 0:
             raise WeightOverflowError(f"the weights of row {tuple(rows[bad].tolist())} sum beyond int64")
         return out

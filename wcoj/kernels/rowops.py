@@ -12,6 +12,8 @@ do the same work in one call each, comparing rows column by column:
   (``Trie.from_rows``: a tick's delta in each column order);
 * ``pack_edge_ops``, ``last_edge_ops_into``: a tick's edge inserts and deletes reduced
   to the last operation on each edge (sorting one packed int64 per operation);
+* ``row_weights_lockstep``: the weights of many rows summed over several tries, searched
+  level by level for all rows at once (a tick's presence lookups);
 * ``merge_tries_into``: the sum of two tries, written level by level as a new trie (the
   merge of a log-structured index's runs: no rows are expanded, no Z-set rebuilt).
 
@@ -27,9 +29,10 @@ from .weights import _add_overflows
 
 __all__ = ["sort_small_into", "merge_rows_into", "trie_of_rows_into",
            "merge_tries_into",
-           "pack_edge_ops", "last_edge_ops_into", "SMALL_ROWS"]
+           "pack_edge_ops", "last_edge_ops_into", "row_weights_lockstep", "SMALL_ROWS"]
 
 SMALL_ROWS = 256  # insertion sort below this many rows; the packed argsort above
+LOCKSTEP = 64  # rows searched together by row_weights_lockstep
 GALLOP = 8  # after this many rows in a row from the first trie, a merge searches for the run's end
 
 
@@ -453,3 +456,63 @@ def last_edge_ops_into(packed, n_ins, bv, bo, out_keys, out_insert):
         out_insert[m] = (packed[i] & mask_o) < n_ins
         m += 1
     return m
+
+
+@njit(cache=True, nogil=True)
+def row_weights_lockstep(T, first, rows, out):
+    """``out[i]``: the weight of ``rows[i]`` summed over every part (0 where absent); the
+    contract of ``kernels.term.row_weights``. ``T`` stacks the parts'
+    ``TrieArrays.table()``; part ``q``'s level ``j`` is row ``first[q] + j``.
+
+    Rows go in groups of ``LOCKSTEP`` through each level of each part together, one
+    binary-search step per row per round, so the cache misses of different rows overlap
+    instead of waiting for each other (a tick's lookups in a large index miss).
+    Returns the first row whose weights do not add up in int64, or -1.
+    """
+    n, r = rows.shape
+    lo, hi, end = (np.empty(LOCKSTEP, dtype=np.int64), np.empty(LOCKSTEP, dtype=np.int64),
+                   np.empty(LOCKSTEP, dtype=np.int64))
+    for i in range(n):
+        out[i] = 0
+    for c in range(0, n, LOCKSTEP):
+        m = min(LOCKSTEP, n - c)
+        for q in range(first.shape[0]):
+            t = first[q]
+            for i in range(m):  # the range [lo, end) to search at this level; end < 0: absent
+                lo[i], end[i] = 0, T[t, 1]
+            for j in range(r):
+                v = T[t + j, 0]
+                if j == 0 and T[t, 4] > 0:  # level 0 through the directory
+                    for i in range(m):
+                        k = rows[c + i, 0] - T[t, 5]
+                        p = _load(T[t, 3], k) if 0 <= k < T[t, 4] else -1
+                        lo[i], end[i] = (p, p + 1) if p >= 0 else (0, -1)
+                else:
+                    for i in range(m):
+                        hi[i] = max(end[i], 0)
+                    busy = True
+                    while busy:  # one step of every row's search for its first value >= x
+                        busy = False
+                        for i in range(m):
+                            if lo[i] < hi[i]:
+                                mid = (lo[i] + hi[i]) >> 1
+                                if _load(v, mid) < rows[c + i, j]:
+                                    lo[i] = mid + 1
+                                else:
+                                    hi[i] = mid
+                                busy = True
+                    for i in range(m):
+                        if end[i] >= 0 and (lo[i] >= end[i] or _load(v, lo[i]) != rows[c + i, j]):
+                            lo[i], end[i] = 0, -1
+                nxt = T[t + j, 2]
+                for i in range(m):
+                    if end[i] < 0:
+                        continue
+                    if j < r - 1:  # the children of the node found
+                        lo[i], end[i] = _load(nxt, lo[i]), _load(nxt, lo[i] + 1)
+                    else:
+                        w = _load(nxt, lo[i])
+                        if _add_overflows(out[c + i], w):
+                            return c + i
+                        out[c + i] += w
+    return -1

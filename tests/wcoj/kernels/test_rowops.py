@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from wcoj.extenders import TrieArrays
 from wcoj.kernels.rowops import (last_edge_ops_into, merge_rows_into, merge_tries_into, pack_edge_ops,
-                                  sort_small_into, trie_of_rows_into)
+                                  row_weights_lockstep, sort_small_into, trie_of_rows_into)
 
 I64 = np.int64
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
@@ -137,7 +137,8 @@ def test_merge_tries_equals_the_trie_of_the_sum(case):
 def test_merge_tries_copies_long_runs_of_the_first_trie(case):
     """A large first trie and a small second one: most rows are copied a run at a time."""
     (k, ra, wa), (_, rb, wb) = case
-    for za, zb in [(consolidated(ra, wa), consolidated(rb, wb)), (consolidated(ra, wa), consolidated(ra[:3], [-w for w in wa[:3]]))]:
+    za = consolidated(ra, wa)
+    for zb in [consolidated(rb, wb), consolidated(ra[:3], [-w for w in wa[:3]])]:
         bad, got, _ = _merge_tries(za, zb, k)
         want = _levels(consolidated(list(za) + list(zb), list(za.values()) + list(zb.values())), k)
         assert bad == -1
@@ -205,3 +206,36 @@ def test_pack_edge_ops_refuses_ids_that_do_not_fit():
     assert pack_edge_ops(big, big, True, np.empty(2, I64))[0] == -1
     m, bv, bo = pack_edge_ops(np.array([[2**40, 5], [3, 3]], I64), np.zeros((0, 2), I64), True, np.empty(2, I64))
     assert (m, bv, bo) == (1, 41, 1)  # the self-loop is dropped; max(v) = 2**40 needs 41 bits
+
+
+@given(st.integers(1, 3).flatmap(lambda k: st.tuples(
+    st.just(k), st.lists(rows_and_weights(width=k, max_size=20), min_size=1, max_size=3),
+    rows_and_weights(width=k, max_size=70))))
+def test_row_weights_lockstep_sums_every_part(case):
+    k, parts, (_, queries, _) = case
+    zs = [consolidated(rows, ws) for _, rows, ws in parts]
+    zs = [z for z in zs if z]
+    if not zs:
+        return
+    arrays = [_levels(z, k) for z in zs]  # keep the arrays alive while the tables are read
+    tables = [a.table() for a in arrays]
+    first = np.arange(len(tables), dtype=I64) * k
+    rows = np.array(queries + [next(iter(zs[0]))], I64).reshape(-1, k)
+    out = np.full(rows.shape[0], 99, I64)
+    assert row_weights_lockstep(np.concatenate(tables), first, rows, out) == -1
+    assert out.tolist() == [sum(z.get(tuple(r), 0) for z in zs) for r in rows.tolist()]
+
+
+def test_row_weights_lockstep_reads_a_level_0_directory_and_reports_overflow():
+    z = {(x, x + 1): 1 for x in range(100)}
+    ta = _levels(z, 2)
+    dense = np.full(100, -1, I64)
+    dense[np.arange(100)] = np.arange(100)
+    ta = TrieArrays(ta.values, ta.offsets, ta.weights, dense, 0)
+    tb = _levels({(5, 6): I64_MAX}, 2)
+    rows = np.array([[3, 4], [3, 5], [150, 1], [-4, 0], [5, 6]], I64)
+    out = np.zeros(5, I64)
+    assert row_weights_lockstep(ta.table(), np.zeros(1, I64), rows, out) == -1
+    assert out.tolist() == [1, 0, 0, 0, 1]
+    both = np.concatenate([ta.table(), tb.table()])
+    assert row_weights_lockstep(both, np.array([0, 2], I64), rows, out) == 4
