@@ -322,8 +322,9 @@ def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
     Starts from one empty prefix whose part ranges are ``LO0``/``HI0`` (``int64[P]``).
     Returns ``(status, bound, w, LO, HI)``: ``status`` is the number of rows, ``-1 - r``
     when a weight product of row ``r`` of some level overflows int64 (``bound`` is then
-    that level's input), or ``TOO_BIG`` when a level's candidates (the proposers' values,
-    summed over the rows) exceed ``limit`` (the caller then streams in slices).
+    that level's input), or ``TOO_BIG`` when a level's frontier would exceed ``limit``
+    rows (the caller then streams in slices). The frontier grows as rows are found, so
+    the limit bounds memory, not the candidates looked at.
     """
     P = LO0.shape[0]
     bound = np.zeros((1, 0), dtype=np.int64)
@@ -344,15 +345,14 @@ def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
         s0, s1 = level_slots[l], level_slots[l + 1]
         a0 = level_atoms[l]
         n_atoms = level_atoms[l + 1] - a0 - 1
-        # one pass: the next frontier grows by doubling (a counting pass first would
-        # repeat every row's searches, and at large frontiers their cache misses)
-        cap = max(2 * n, 64)
+        # one pass: the next frontier grows by doubling, up to the limit (a counting pass
+        # first would repeat every row's searches, and at large frontiers their misses)
+        cap = min(max(2 * n, 64), limit)
         nb = np.empty((cap, l + 1), dtype=np.int64)
         nw = np.empty(cap, dtype=np.int64)
         NLO = np.empty((cap, P), dtype=np.int64)
         NHI = np.empty((cap, P), dtype=np.int64)
         m = 0
-        proposed = 0
         for r in range(n):
             if r + AHEAD < n:
                 _prefetch_ranges(S, s0, s1, LO, HI, r + AHEAD)
@@ -360,11 +360,9 @@ def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
                                      LO, HI, bound, lo, hi)
             if best < 0:
                 continue
-            proposed += size
-            if proposed > limit:
-                return TOO_BIG, bound, w, LO, HI
-            if m + size > cap:
-                cap = max(2 * cap, m + size)
+            need = min(m + size, limit)  # this row emits at most `size` rows
+            if need > cap:
+                cap = min(max(2 * cap, need), limit)
                 nb, nw, NLO, NHI = _grown(nb, m, cap), _grown(nw, m, cap), _grown(NLO, m, cap), _grown(NHI, m, cap)
             for j in range(s1 - s0):
                 cur[j] = lo[j]
@@ -379,6 +377,8 @@ def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
                     return -1 - r, bound, w, LO, HI
                 if wt == 0:
                     continue
+                if m == limit:
+                    return TOO_BIG, bound, w, LO, HI
                 for c in range(l):
                     nb[m, c] = bound[r, c]
                 nb[m, l] = x

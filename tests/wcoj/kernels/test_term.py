@@ -408,13 +408,15 @@ def test_too_big_status_and_the_fallback():
             assert gj._TrieRun(atoms, gj._plan(atoms, order)).whole(False) is None
             assert generic_join(atoms, order, fused=True).to_dict() == want
         assert calls and all(out[0] == TOO_BIG for _, out in calls)
-    # the limit bounds each level's candidates: at level 0 the proposer's values summed
-    # over its parts (3 + 2, for 3 distinct values); the later levels need more
+    # the limit bounds the rows each level materialises (not the candidates it looks at:
+    # level 0 proposes 3 + 2 values over two parts, and has 3 rows)
     args = calls[0][0]
-    assert run_levels(*args[:-2], 1, 4)[0] == TOO_BIG
-    assert run_levels(*args[:-2], 1, 5)[0] == 3
-    assert run_levels(*args[:-2], 3, 5)[0] == TOO_BIG
-    assert run_levels(*args[:-2], 3, NO_LIMIT)[0] == len(want)
+    sizes = [run_levels(*args[:-2], stop, NO_LIMIT)[0] for stop in (1, 2, 3)]
+    assert sizes[0] == 3 and sizes[2] == len(want)
+    for stop in (1, 2, 3):
+        need = max(sizes[:stop])
+        assert run_levels(*args[:-2], stop, need)[0] == sizes[stop - 1]
+        assert run_levels(*args[:-2], stop, need - 1)[0] == TOO_BIG
 
 
 # ------------------------------------------------------------------ 5. overflow
