@@ -276,3 +276,15 @@ def test_one_tick_equals_the_same_updates_one_at_a_time(initial, updates):
     for k in total:
         assert t.changes[k].to_dict() == total[k]
         assert one.views[k].count == many.views[k].count
+
+
+def test_warm_up_runs_every_pattern_and_leaves_other_graphs_alone():
+    from queries.graph import warm_up
+
+    g = Graph()
+    g.load_edges(np.array([[1, 2], [2, 3], [1, 3]]))
+    tri = g.view("triangle")
+    warm_up(("triangle", "4-cycle", "4-clique"))   # checks its own views against recomputation
+    warm_up(("3-cycle",), directed=True)
+    assert (tri.count, g.n_edges, g.n_ticks) == (1, 3, 0)
+    g.check_views()
