@@ -24,7 +24,7 @@ row (or -1) and the wrappers raise, as everywhere else.
 import numpy as np
 from numba import njit
 
-from .term import _load
+from .term import _bsearch, _load
 from .weights import _add_overflows
 
 __all__ = ["sort_small_into", "merge_rows_into", "trie_of_rows_into",
@@ -194,18 +194,6 @@ def _open(row, values, offsets, vstart, ostart, counts):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _at_least(addr, lo, hi, x):
-    """First position p in [lo, hi) whose value is >= x (hi if none)."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if _load(addr, mid) < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _above(addr, lo, hi, x):
     """First position p in [lo, hi) whose value is > x (hi if none)."""
     while lo < hi:
@@ -225,7 +213,7 @@ def _lower_bound_row(T, lo, prefix, leaf):
     hi = T[0, 1]
     for j in range(L + 1):
         x = prefix[j] if j < L else leaf
-        s = _at_least(T[j, 0], lo, hi, x)
+        s = _bsearch(T[j, 0], lo, hi, x)
         if j == L or s == hi or _load(T[j, 0], s) != x:
             for t in range(j, L):  # the first leaf under node s (or after the range)
                 s = _load(T[t, 2], s)
