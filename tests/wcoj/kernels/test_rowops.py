@@ -126,7 +126,10 @@ def test_merge_tries_equals_the_trie_of_the_sum(case):
     za, zb = consolidated(ra, wa), consolidated(rb, wb)
     bad, got, _ = _merge_tries(za, zb, k)
     assert bad == -1
-    want = _levels(consolidated(list(za) + list(zb), list(za.values()) + list(zb.values())), k)
+    assert_same_levels(got, _levels(consolidated(list(za) + list(zb), list(za.values()) + list(zb.values())), k))
+
+
+def assert_same_levels(got, want):
     assert [v.tolist() for v in got.values] == [v.tolist() for v in want.values]
     assert [o.tolist() for o in got.offsets] == [o.tolist() for o in want.offsets]
     assert got.weights.tolist() == want.weights.tolist()
@@ -142,9 +145,7 @@ def test_merge_tries_copies_long_runs_of_the_first_trie(case):
         bad, got, _ = _merge_tries(za, zb, k)
         want = _levels(consolidated(list(za) + list(zb), list(za.values()) + list(zb.values())), k)
         assert bad == -1
-        assert [v.tolist() for v in got.values] == [v.tolist() for v in want.values]
-        assert [o.tolist() for o in got.offsets] == [o.tolist() for o in want.offsets]
-        assert got.weights.tolist() == want.weights.tolist()
+        assert_same_levels(got, want)
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])
@@ -156,9 +157,7 @@ def test_merge_tries_copies_runs_between_a_few_rows(k):
     bad, got, _ = _merge_tries(za, zb, k)
     want = _levels(consolidated(list(za) + list(zb), list(za.values()) + list(zb.values())), k)
     assert bad == -1
-    assert [v.tolist() for v in got.values] == [v.tolist() for v in want.values]
-    assert [o.tolist() for o in got.offsets] == [o.tolist() for o in want.offsets]
-    assert got.weights.tolist() == want.weights.tolist()
+    assert_same_levels(got, want)
 
 
 def test_merge_tries_drops_the_nodes_of_cancelled_rows():
