@@ -136,7 +136,7 @@ class Tick:
 class GraphView:
     """A pattern kept up to date: its count, and the change of the last tick."""
 
-    def __init__(self, graph: Graph, pattern: Pattern, orders=None):
+    def __init__(self, graph: Graph, pattern: Pattern, orders=None, maintained: bool = True):
         self.pattern = pattern
         self.name = pattern.name
         filters = [("<", x, y) if op == "<" else ((x, y), _OPS[op]) for op, x, y in pattern.filters]
@@ -144,6 +144,8 @@ class GraphView:
         self.join = IncrementalGenericJoin([(rels[r], vs) for r, vs in pattern.atoms],
                                            pattern.output, orders=orders, filters=filters)
         self.count = int(self.join.batch(count_only=True))
+        if maintained:
+            self.join.prepare()  # the delta terms' indexes now, not in the first tick
         self.last_change = ZSet.empty(len(pattern.output))
 
     def __repr__(self) -> str:
@@ -241,7 +243,7 @@ class Graph:
         """The pattern's count on the current graph, without registering a view."""
         p = by_name(pattern) if isinstance(pattern, str) else pattern
         self._activate({r for r, _ in p.atoms})
-        return GraphView(self, p).count
+        return GraphView(self, p, maintained=False).count
 
     # ------------------------------------------------------------------ ticks
     def _primary_delta(self, inserts: I64, deletes: I64) -> ZSet:

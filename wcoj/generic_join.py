@@ -692,6 +692,16 @@ class IncrementalGenericJoin:
             self._specs[key] = (spec, plan)
         return self._specs[key]
 
+    def prepare(self) -> None:
+        """Build, now, every index and plan the delta terms will read (each term's column
+        orders), so that the first tick does not pay for them."""
+        n = len(self.atoms)
+        for i in range(n):
+            kinds = ("curr",) * i + ("delta",) + ("prev",) * (n - i - 1)
+            spec, _ = self._spec(kinds, tuple(self.orders[i]))
+            for src, kind, cols, _ in spec:
+                src.view(kind, cols)
+
     def atoms_for(self, kinds: Sequence[str], order: Sequence[str]) -> list[Atom]:
         """The join atoms of one term: atom ``i`` over view ``kinds[i]``, columns in ``order``."""
         spec, _ = self._spec(tuple(kinds), tuple(order))

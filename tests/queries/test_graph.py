@@ -288,3 +288,14 @@ def test_warm_up_runs_every_pattern_and_leaves_other_graphs_alone():
     warm_up(("3-cycle",), directed=True)
     assert (tri.count, g.n_edges, g.n_ticks) == (1, 3, 0)
     g.check_views()
+
+
+@pytest.mark.parametrize("pattern", ["triangle", "4-cycle", "3-cycle"])
+def test_a_view_builds_the_indexes_of_its_delta_terms_when_registered(pattern):
+    g = Graph(directed=pattern == "3-cycle")
+    g.load_edges(np.array([[1, 2], [2, 3], [3, 4], [4, 1], [1, 3]]))
+    g.view(pattern)
+    built = {n: sorted(r.indexes) for n, r in g.relations.items()}
+    g.apply(inserts=np.array([[2, 4], [3, 1]]), deletes=np.array([[1, 2]]))
+    assert {n: sorted(r.indexes) for n, r in g.relations.items()} == built
+    g.check_views()
