@@ -639,6 +639,16 @@ def generic_join(atoms: Sequence[Atom], order: Sequence[str], output: Sequence[s
 
 
 # ------------------------------------------------------------------------- incremental
+def term_kinds(n: int, i: int) -> tuple[str, ...]:
+    """The views term ``i`` of the delta rule reads for ``n`` atoms: ``curr`` before atom
+    ``i``, its ``delta``, ``prev`` after it.
+
+    >>> term_kinds(3, 1)
+    ('curr', 'delta', 'prev')
+    """
+    return ("curr",) * i + ("delta",) + ("prev",) * (n - i - 1)
+
+
 class IncrementalGenericJoin:
     """A conjunctive query over incremental sources, maintained with the telescoping delta rule.
 
@@ -697,7 +707,7 @@ class IncrementalGenericJoin:
         orders), so that the first tick does not pay for them."""
         n = len(self.atoms)
         for i in range(n):
-            kinds = ("curr",) * i + ("delta",) + ("prev",) * (n - i - 1)
+            kinds = term_kinds(n, i)
             spec, _ = self._spec(kinds, tuple(self.orders[i]))
             for src, kind, cols, _ in spec:
                 src.view(kind, cols)
@@ -727,7 +737,7 @@ class IncrementalGenericJoin:
         for i in range(n):
             if self.atoms[i][0].delta_is_empty():
                 continue
-            kinds = ("curr",) * i + ("delta",) + ("prev",) * (n - i - 1)
+            kinds = term_kinds(n, i)
             order = tuple(self.orders[i])
             spec, plan = self._spec(kinds, order)
             if not plan.fusable:
@@ -754,7 +764,7 @@ class IncrementalGenericJoin:
         if prog is None:
             terms = []
             for i, counts in zip(live, n_parts):
-                kinds = ("curr",) * i + ("delta",) + ("prev",) * (n - i - 1)
+                kinds = term_kinds(n, i)
                 spec, plan = self._spec(kinds, tuple(self.orders[i]))
                 terms.append((plan, self.orders[i], counts, [len(cols) for _, _, cols, _ in spec]))
             prog = self._programs[key] = _TermsProgram(terms, self.output)
@@ -781,7 +791,7 @@ class IncrementalGenericJoin:
         for i in range(n):
             if self.atoms[i][0].delta_is_empty():
                 continue
-            kinds = ("curr",) * i + ("delta",) + ("prev",) * (n - i - 1)
+            kinds = term_kinds(n, i)
             results.append(self._run(kinds, tuple(self.orders[i]), count_only))
         if count_only:
             return _checked_total(np.array(results, dtype=np.int64))
