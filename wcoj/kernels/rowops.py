@@ -351,33 +351,13 @@ def merge_tries_into(TA, TB, values, offsets, vstart, ostart, out_w, counts, bad
                 end_b = _load(TB[L - 1, 2], par_b + 1)
                 pc = _prefix_cmp(ra, rb)
     counts[L] = wpos
-    _copy_rest(TA, pa, ra, i, end_a, par_a, last_a, values, offsets, vstart, ostart, out_w, counts)
-    _copy_rest(TB, pb, rb, j, end_b, par_b, last_b, values, offsets, vstart, ostart, out_w, counts)
+    if i < na:  # b is exhausted: the rest of a is one block (and the other way round)
+        _copy_block(TA, pa, ra, i, na, last, values, offsets, vstart, ostart, out_w, counts)
+    if j < nb:
+        _copy_block(TB, pb, rb, j, nb, last, values, offsets, vstart, ostart, out_w, counts)
     for t in range(L):
         offsets[ostart[t] + counts[t]] = counts[t + 1]
     return -1
-
-
-@njit(cache=True, nogil=True)
-def _copy_rest(T, pos, row, i, end, par, last, values, offsets, vstart, ostart, out_w, counts):
-    """Append the rows of one trie from leaf ``i`` on (the other one is exhausted)."""
-    L = pos.shape[0]
-    n, v, w = T[L, 1], T[L, 0], T[L, 2]
-    vout, wpos = vstart[L], counts[L]
-    while i < n:
-        if par != last:
-            counts[L] = wpos
-            _open(row, values, offsets, vstart, ostart, counts)
-            last = par
-        values[vout + wpos] = _load(v, i)
-        out_w[wpos] = _load(w, i)
-        wpos += 1
-        i += 1
-        if i == end and i < n:
-            _climb(T, pos, row, i)
-            par = pos[L - 1]
-            end = _load(T[L - 1, 2], par + 1)
-    counts[L] = wpos
 
 
 @njit(cache=True, nogil=True, inline="always")
