@@ -64,15 +64,6 @@ _NO_DIR = np.zeros(0, dtype=np.int64)
 _NO_DIR.flags.writeable = False  # the same (read-only) array type as the tries' arrays
 
 
-def _ro(a: np.ndarray) -> np.ndarray:
-    """``a`` as a read-only int64 array (the type of the tries' arrays, so tuples of them
-    are homogeneous for Numba); a view, no copy, when it already is one."""
-    if a.flags.writeable or a.dtype != np.int64 or not a.flags.c_contiguous:
-        a = np.ascontiguousarray(a, dtype=np.int64).view()
-        a.flags.writeable = False
-    return a
-
-
 def _padded(n: int) -> int:
     """Kernels take tuples of part arrays and Numba compiles one variant per tuple length;
     padding to a power of two with empty parts keeps that to a handful (no tick pays a
@@ -255,17 +246,6 @@ def _checked_total(arr: I64) -> int:
     if wk.segment_sum_into(arr, np.zeros(1, dtype=np.int64), out) >= 0:
         raise WeightOverflowError("the total weight of the result does not fit in int64")
     return int(out[0])
-
-
-def _checked_sum(parts: list[I64]) -> I64:
-    acc = parts[0]
-    for p in parts[1:]:
-        out = np.empty_like(acc)
-        bad = wk.add_into(acc, p, out)
-        if bad >= 0:
-            raise WeightOverflowError(f"weight {int(acc[bad])} + {int(p[bad])} does not fit in int64 (row {bad})")
-        acc = out
-    return acc
 
 
 def _skeleton(plan: list[_Level], n_parts: tuple[int, ...]):

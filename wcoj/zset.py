@@ -28,7 +28,7 @@ import numpy.typing as npt
 from wcoj.errors import ArityMismatchError, InputError, WeightOverflowError
 from wcoj.kernels import weights as wk
 from wcoj.kernels.rowops import SMALL_ROWS, merge_rows_into, sort_small_into
-from wcoj.rows import is_sorted_unique, packed_sort, packing_for, sorted_runs
+from wcoj.rows import is_sorted_unique, packed_sort, sorted_runs
 
 __all__ = ["ZSet", "consolidate", "checked_weights", "raise_overflow"]
 
