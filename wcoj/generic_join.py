@@ -45,7 +45,7 @@ from wcoj.errors import ArityMismatchError, QueryError, UnboundVariableError, We
 from wcoj.extenders import IncrementalSource, PrefixExtender, TrieArrays, descend
 from wcoj.kernels import weights as wk
 from wcoj.kernels.frontier import extend_frontier, extend_frontier_pair
-from wcoj.kernels.term import (B, COL, D, LAST, N, SLOT_FIELDS, TOO_BIG, UNIT, V, count_tail,
+from wcoj.kernels.term import (COL, N, TOO_BIG, UNIT, count_tail,
                                count_tail_parallel, run_levels, run_terms, slot_table)
 from wcoj.kernels.intersect import (
     count_last_level,
@@ -330,20 +330,16 @@ class _TrieRun:
             return None
         slot_part, slot_depth, slot_last, shape = self._skeleton()
         tables = [p.table() for p in self.parts]
-        first = np.cumsum([0] + [t.shape[0] for t in tables[:-1]])  # each part's level-0 row
+        first = np.cumsum([0] + [t.shape[0] for t in tables[:-1]]).astype(np.int64)  # level-0 rows
         at = first[slot_part] + slot_depth
-        S = np.zeros((at.shape[0], SLOT_FIELDS), dtype=np.int64)
-        S[:, V:B + 1] = np.concatenate(tables)[at]  # table() columns are V..B
-        S[slot_depth > 0, D:B + 1] = 0        # directories index level 0 only
-        S[:, LAST] = slot_last
-        S[:, COL] = slot_part
+        unit = np.zeros_like(slot_last)
         if count_only:
             stats = np.concatenate([p.stats() for p in self.parts])[at]
-            S[:, UNIT] = stats[:, 2]
+            unit = stats[:, 2]
+        S, lo, hi = slot_table(np.concatenate(tables), at, (slot_depth > 0).astype(np.int64),
+                               np.ascontiguousarray(np.stack([slot_last, slot_part, unit], axis=1)), first)
         prog = (S,) + shape
         n_levels = len(plan)
-        lo = np.zeros(len(self.parts), dtype=np.int64)
-        hi = np.array([t[0, 1] for t in tables], dtype=np.int64)
         if any(a.constants for a in self.atoms):
             _, _, lo2, hi2 = self.start()
             lo, hi = lo2[0], hi2[0]
