@@ -109,7 +109,7 @@ def warm_up(patterns=("triangle",), directed: bool = False) -> None:
     Numba compiles a kernel, or reads it from its on-disk cache, on its first call in a
     process: a few milliseconds each, and a tick that first needs one (its first result
     row, its first frontier that outgrows its buffer, its first lookup of more than a
-    few thousand rows) was 10-25x slower than its neighbours. Call it before timing or
+    few thousand rows) was up to 14x slower than its neighbours. Call it before timing or
     serving ticks, with the patterns your views use; it touches no state of yours.
     ``wcoj stream``, the demo and the benchmarks do.
     """

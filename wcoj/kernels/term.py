@@ -9,7 +9,7 @@ full, and only then does the next level start. Nothing about the order of work c
 only the interpreter leaves the loop.
 
 A join is described by *slots*: one per (level, participating part), rows of the table
-``S`` (``int64[n_slots, 8]``): the address and length of the part's values at the atom's
+``S`` (``int64[n_slots, SLOT_FIELDS]``): the address and length of the part's values at the atom's
 column for that level (``S[s, V]``, ``S[s, N]``), the address of its offsets into the next
 column or, at the atom's last column, of its leaf weights (``S[s, O]``), the part's level-0
 directory when the column is the part's first (address, length and base: ``S[s, D]``,
@@ -44,7 +44,8 @@ from numba.extending import intrinsic
 
 from .weights import _add_overflows, _mul_overflows
 
-__all__ = ["address_table", "run_levels", "run_terms", "slot_table", "count_tail", "count_tail_parallel", "TOO_BIG", "SLOT_FIELDS"]
+__all__ = ["address_table", "run_levels", "run_terms", "slot_table", "count_tail", "count_tail_parallel",
+           "TOO_BIG", "SLOT_FIELDS"]
 
 TOO_BIG = -(1 << 62)  # status: a level's frontier would exceed the row limit
 SLOT_FIELDS = 9
