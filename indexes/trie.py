@@ -28,7 +28,7 @@ from wcoj.extenders import TrieArrays, descend
 from wcoj.kernels.intersect import find_in_ranges
 from wcoj.kernels.rowops import SMALL_ROWS, merge_tries_into, row_weights_lockstep, trie_of_rows_into
 from wcoj.rows import row_order
-from wcoj.kernels.term import row_weights
+from wcoj.kernels.term import address_table, row_weights
 from wcoj.zset import ZSet
 
 __all__ = ["Trie", "TrieView"]
@@ -38,6 +38,7 @@ I64 = npt.NDArray[np.int64]
 
 CACHE_ROWS = 1 << 14  # tries up to this many rows keep their Z-set (a tick's runs merge often)
 LOCKSTEP_ROWS = 4096  # weight() searches up to this many rows in lockstep
+PIN_ROWS = 1 << 16  # above this many rows, a trie copies its short levels out of the build buffer
 DENSE_SPAN = 32  # keep a direct index of level 0 when its value span is at most 32x its size
 
 
@@ -68,11 +69,24 @@ class Trie:
     __slots__ = ("values", "offsets", "weights", "arity", "n_rows", "arrays", "_rows")
 
     def __init__(self, values: list[I64], offsets: list[I64], weights: I64, arity: int):
-        self.arrays = a = TrieArrays(values, offsets, weights, *_directory(values[0]))
+        self._wrap(TrieArrays(values, offsets, weights, *_directory(values[0])), arity)
+
+    def _wrap(self, a: TrieArrays, arity: int) -> Trie:
+        self.arrays = a
         self.values, self.offsets, self.weights = a.values, a.offsets, a.weights  # read-only
         self.arity = arity
-        self.n_rows = int(self.weights.shape[0])
+        self.n_rows = int(a.weights.shape[0])
         self._rows = None  # the Z-set it was built from, kept for small tries
+        return self
+
+    @classmethod
+    def _built(cls, values: tuple, offsets: tuple, weights: I64, table: I64, arity: int) -> Trie:
+        """A trie of arrays a build kernel just wrote (read-only, ``table`` filled)."""
+        dense, base = _directory(values[0])
+        if dense.shape[0]:
+            table = table.copy()
+            table[0, 3:] = address_table(values[:1], offsets[:1] or (weights,), dense, base)[0, 3:]
+        return cls.__new__(cls)._wrap(TrieArrays.trusted(values, offsets, weights, table, dense, base), arity)
 
     @classmethod
     def from_zset(cls, z: ZSet) -> Trie:
@@ -99,15 +113,21 @@ class Trie:
             raise ArityMismatchError("trie", 1, 0, "a trie needs at least one column")
         sort = not presorted and n <= SMALL_ROWS
         order = np.arange(n, dtype=np.int64) if presorted or sort else row_order(keys)
-        values = np.empty((r, n), dtype=np.int64)
-        offs = np.empty((max(r - 1, 1), n + 1), dtype=np.int64)
-        counts = np.empty(r, dtype=np.int64)
-        trie_of_rows_into(keys, order, sort, values, offs, counts)
-        c = counts.tolist()
-        # a short level is copied, so that it does not pin the whole buffer
-        return cls([values[j, :c[j]] if 2 * c[j] > n else values[j, :c[j]].copy() for j in range(r)],
-                   [offs[j, :c[j] + 1] if 2 * c[j] > n else offs[j, :c[j] + 1].copy() for j in range(r - 1)],
-                   weights if presorted else np.asarray(weights)[order], r)
+        # one buffer: values of every level, offsets (a dummy row when r = 1), weights
+        n_off = max(r - 1, 1) * (n + 1)
+        buf = np.empty(r * n + n_off + n, dtype=np.int64)
+        table = np.empty((r, 6), dtype=np.int64)
+        trie_of_rows_into(keys, np.ascontiguousarray(weights, dtype=np.int64), order, sort,
+                          buf[:r * n].reshape(r, n), buf[r * n:r * n + n_off].reshape(-1, n + 1),
+                          buf[r * n + n_off:], table)
+        buf.flags.writeable = False
+        c = table[:, 1].tolist()
+        values = tuple([buf[j * n:j * n + c[j]] for j in range(r)])
+        offsets = tuple([buf[r * n + j * (n + 1):r * n + j * (n + 1) + c[j] + 1] for j in range(r - 1)])
+        weights = buf[r * n + n_off:]
+        if n > PIN_ROWS and 2 * min(c) <= n:  # a level is short: copy them out, not to pin the buffer
+            return cls([v.copy() for v in values], [o.copy() for o in offsets], weights.copy(), r)
+        return cls._built(values, offsets, weights, table, r)
 
     @classmethod
     def empty(cls, arity: int) -> Trie:
@@ -136,24 +156,26 @@ class Trie:
         for x in room:
             vstart.append(vstart[-1] + x)
         n_off = vstart[r - 1] + r - 1
-        # one buffer: values of every level, offsets, weights, then the kernel's small arrays
-        buf = np.empty(vstart[r] + n_off + room[r - 1] + 4 * r + 1, dtype=np.int64)
-        values, offsets = buf[:vstart[r]], buf[vstart[r]:vstart[r] + n_off]
+        # one buffer: values of every level, offsets, weights
         at = vstart[r] + n_off
-        weights, small = buf[at:at + room[r - 1]], buf[at + room[r - 1]:]
-        small[:2 * r + 1] = vstart + [v + j for j, v in enumerate(vstart[:r])]
+        buf = np.empty(at + room[r - 1], dtype=np.int64)
+        small = np.empty(10 * r + 1, dtype=np.int64)  # the kernel's small arrays
+        ostart_l = [v + j for j, v in enumerate(vstart[:r])]
+        small[:2 * r + 1] = vstart + ostart_l
         starts, ostart = small[:r + 1], small[r + 1:2 * r + 1]
-        counts, bad_row = small[2 * r + 1:3 * r + 1], small[3 * r + 1:]
-        if merge_tries_into(self.arrays.table(), other.arrays.table(), values, offsets,
-                            starts, ostart, weights, counts, bad_row) >= 0:
+        counts, bad_row = small[2 * r + 1:3 * r + 1], small[3 * r + 1:4 * r + 1]
+        table = small[4 * r + 1:4 * r + 1 + 6 * r].reshape(r, 6)
+        if merge_tries_into(self.arrays.table(), other.arrays.table(), buf[:vstart[r]],
+                            buf[vstart[r]:at], starts, ostart, buf[at:], counts, bad_row, table) >= 0:
             row = tuple(bad_row.tolist())
             raise WeightOverflowError(f"the weights of row {row} sum beyond int64: "
                                       f"{self.weight_of(row)} + {other.weight_of(row)} does not fit")
+        buf.flags.writeable = False
         c = counts.tolist()
-        o = ostart.tolist()
-        return Trie([values[vstart[j]:vstart[j] + c[j]] for j in range(r)],
-                    [offsets[o[j]:o[j] + c[j] + 1] for j in range(r - 1)],
-                    weights[:c[r - 1]], r)
+        o = [vstart[r] + x for x in ostart_l]
+        return Trie._built(tuple([buf[vstart[j]:vstart[j] + c[j]] for j in range(r)]),
+                           tuple([buf[o[j]:o[j] + c[j] + 1] for j in range(r - 1)]),
+                           buf[at:at + c[r - 1]], table, r)
 
     def weight_of(self, row: tuple[int, ...]) -> int:
         """The weight of one row (0 when absent)."""
@@ -198,10 +220,11 @@ class TrieView:
     be proposed; its weight, summed at the last column, is then 0.
     """
 
-    __slots__ = ("parts", "arity")
+    __slots__ = ("parts", "arity", "_table")
 
     def __init__(self, parts: list[Trie], arity: int | None = None):
         self.parts = [p for p in parts if p.n_rows]
+        self._table = None
         self.arity = parts[0].arity if parts else int(arity or 0)
         if arity is not None and parts and parts[0].arity != arity:
             raise ArityMismatchError("trie view", arity, parts[0].arity)
@@ -216,6 +239,13 @@ class TrieView:
     def trie_parts(self) -> list[TrieArrays]:
         """The parts as plain arrays, for the fused join kernels."""
         return [p.arrays for p in self.parts]
+
+    def parts_table(self) -> I64:
+        """The parts' ``TrieArrays.table()`` stacked (``int64[parts * arity, 6]``); cached."""
+        if self._table is None:
+            self._table = (np.concatenate([p.arrays.table() for p in self.parts]) if self.parts
+                           else np.zeros((0, 6), dtype=np.int64))
+        return self._table
 
     def count(self, prefix: I64) -> I64:
         prefix = np.ascontiguousarray(prefix, dtype=np.int64)
@@ -260,12 +290,11 @@ class TrieView:
             return out
         if rows.shape[1] != self.arity:
             raise ArityMismatchError("weight lookup", self.arity, rows.shape[1])
-        tables = [p.arrays.table() for p in self.parts]
-        first = np.arange(len(tables), dtype=np.int64) * self.arity
+        first = np.arange(len(self.parts), dtype=np.int64) * self.arity
         # a few rows miss the cache at every level: search them side by side; many sorted
         # rows walk the levels in order, which one row at a time does best
         lookup = row_weights_lockstep if rows.shape[0] <= LOCKSTEP_ROWS else row_weights
-        bad = lookup(np.concatenate(tables), first, rows, out)
+        bad = lookup(self.parts_table(), first, rows, out)
         if bad >= 0:
             raise WeightOverflowError(f"the weights of row {tuple(rows[bad].tolist())} sum beyond int64")
         return out

@@ -11,6 +11,8 @@ Two ways to be an extender:
 * also expose ``trie_parts()``: the view as a sum of tries (``TrieArrays``: per level a
   sorted ``values`` array and CSR ``offsets`` into the next level, leaf ``weights``). The
   joins then fuse every atom of a level into one jitted call (``wcoj.kernels.frontier.extend_frontier``).
+  A view may also cache its parts' tables stacked as ``parts_table()``; the delta rule
+  then reads it instead of stacking them per tick.
 
 ``wcoj`` never imports ``indexes``; ``indexes.trie.TrieView`` implements this protocol.
 """
@@ -35,6 +37,9 @@ def _frozen(a) -> I64:
         a = a.view()
         a.flags.writeable = False
     return a
+
+
+_EMPTY = _frozen(np.zeros(0, dtype=np.int64))
 
 
 class TrieArrays:
@@ -62,6 +67,19 @@ class TrieArrays:
         self.base0 = int(base0)
         self._table = None
         self._stats = None
+
+    @classmethod
+    def trusted(cls, values: tuple, offsets: tuple, weights: I64, table: I64,
+                dense0: I64 | None = None, base0: int = 0) -> TrieArrays:
+        """Wrap arrays a kernel just wrote, skipping the checks of the constructor: every
+        array must already be read-only C-contiguous int64, ``values``/``offsets`` tuples,
+        and ``table`` their ``table()`` (the build kernels fill it). A tick makes four
+        tries; the checks and the address lookups were most of their cost."""
+        a = cls.__new__(cls)
+        a.values, a.offsets, a.weights = values, offsets, weights
+        a.dense0 = _EMPTY if dense0 is None else dense0
+        a.base0, a._table, a._stats = base0, table, None
+        return a
 
     def __repr__(self) -> str:
         return f"TrieArrays(arity={len(self.values)}, rows={self.weights.shape[0]})"

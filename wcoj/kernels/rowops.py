@@ -12,6 +12,7 @@ do the same work in one call each, comparing rows column by column:
   (``Trie.from_rows``: a tick's delta in each column order);
 * ``pack_edge_ops``, ``last_edge_ops_into``: a tick's edge inserts and deletes reduced
   to the last operation on each edge (sorting one packed int64 per operation);
+* ``first_outside``: the first value out of a range (validating a tick's ids);
 * ``row_weights_lockstep``: the weights of many rows summed over several tries, searched
   level by level for all rows at once (a tick's presence lookups);
 * ``merge_tries_into``: the sum of two tries, written level by level as a new trie (the
@@ -28,7 +29,7 @@ from .term import _bsearch, _load
 from .weights import _add_overflows
 
 __all__ = ["sort_small_into", "merge_rows_into", "trie_of_rows_into",
-           "merge_tries_into",
+           "merge_tries_into", "first_outside",
            "pack_edge_ops", "last_edge_ops_into", "row_weights_lockstep", "SMALL_ROWS"]
 
 SMALL_ROWS = 256  # insertion sort below this many rows; the packed argsort above
@@ -122,16 +123,19 @@ def merge_rows_into(ka, wa, kb, wb, out_keys, out_w):
 
 
 @njit(cache=True, nogil=True)
-def trie_of_rows_into(keys, order, sort, values, offsets, counts):
-    """The levels of the trie of the unique rows ``keys`` (``int64[n, r]``) taken in the
-    order ``order`` (a permutation of ``0..n-1`` that sorts them; with ``sort``, first
-    sorted here by insertion: for small inputs only).
+def trie_of_rows_into(keys, weights, order, sort, values, offsets, out_w, table):
+    """The levels of the trie of the unique rows ``keys`` (``int64[n, r]``) with
+    ``weights``, taken in the order ``order`` (a permutation of ``0..n-1`` that sorts
+    them; with ``sort``, first sorted here by insertion: for small inputs only).
 
-    Writes level ``j``'s values into ``values[j, :counts[j]]`` (``values``: ``int64[r, n]``)
-    and, for ``j < r - 1``, the CSR offsets of its nodes' children into
-    ``offsets[j, :counts[j] + 1]`` (``int64[max(r - 1, 1), n + 1]``); ``counts``: ``int64[r]``.
+    Writes level ``j``'s values into ``values[j, :counts[j]]`` (``values``: ``int64[r, n]``),
+    for ``j < r - 1`` the CSR offsets of its nodes' children into
+    ``offsets[j, :counts[j] + 1]`` (``int64[max(r - 1, 1), n + 1]``), the weights in row
+    order into ``out_w``, and the trie's ``TrieArrays.table()`` into ``table``
+    (``int64[r, 6]``; ``counts[j]`` is ``table[j, 1]``): no Python lookup of addresses.
     """
     n, r = keys.shape
+    counts = np.zeros(r, dtype=np.int64)
     if sort:
         for i in range(n):  # insertion sort of row indices
             x, t = order[i], i
@@ -154,8 +158,15 @@ def trie_of_rows_into(keys, order, sort, values, offsets, counts):
             values[j, counts[j]] = keys[k, j]
             counts[j] += 1
         prev = k
+    for i in range(n):
+        out_w[i] = weights[order[i]]
     for j in range(r - 1):
         offsets[j, counts[j]] = counts[j + 1]
+    for j in range(r):
+        table[j, 0] = values[j].ctypes.data
+        table[j, 1] = counts[j]
+        table[j, 2] = offsets[j].ctypes.data if j < r - 1 else out_w.ctypes.data
+        table[j, 3] = table[j, 4] = table[j, 5] = 0
 
 @njit(cache=True, nogil=True, inline="always")
 def _climb(T, pos, row, leaf):
@@ -255,7 +266,7 @@ def _copy_block(T, pos, row, x, y, last, values, offsets, vstart, ostart, out_w,
 
 
 @njit(cache=True, nogil=True)
-def merge_tries_into(TA, TB, values, offsets, vstart, ostart, out_w, counts, bad_row):
+def merge_tries_into(TA, TB, values, offsets, vstart, ostart, out_w, counts, bad_row, table):
     """The sum of two tries of the same arity ``r`` and column order, as a new trie:
     one linear merge of their rows, read through the levels and written level by level,
     adding the weights of equal rows and dropping zero sums (a node is written only when
@@ -270,7 +281,8 @@ def merge_tries_into(TA, TB, values, offsets, vstart, ostart, out_w, counts, bad
     ``vstart[j]`` (as many slots as the two levels ``j`` have together), ``offsets`` with
     that room plus one at ``ostart[j]`` for ``j < r - 1``, and ``out_w`` and ``counts``
     (``int64[r]``). On return level ``j`` holds ``counts[j]`` values and
-    ``counts[j] + 1`` offsets. Returns -1, or 0 when the weights of a row present in both
+    ``counts[j] + 1`` offsets, and ``table`` (``int64[r, 6]``) the new trie's
+    ``TrieArrays.table()`` (no directory). Returns -1, or 0 when the weights of a row present in both
     do not add up in int64; that row is then in ``bad_row`` (``int64[r]``).
     """
     L = TA.shape[0] - 1  # the leaf level; levels 0..L-1 form a row's prefix
@@ -357,6 +369,20 @@ def merge_tries_into(TA, TB, values, offsets, vstart, ostart, out_w, counts, bad
         _copy_block(TB, pb, rb, j, nb, last, values, offsets, vstart, ostart, out_w, counts)
     for t in range(L):
         offsets[ostart[t] + counts[t]] = counts[t + 1]
+    for t in range(L + 1):
+        table[t, 0] = values[vstart[t]:].ctypes.data
+        table[t, 1] = counts[t]
+        table[t, 2] = offsets[ostart[t]:].ctypes.data if t < L else out_w.ctypes.data
+        table[t, 3] = table[t, 4] = table[t, 5] = 0
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def first_outside(a, lo, hi):
+    """The position of the first value of ``a`` (``int64[n]``) outside ``[lo, hi]``, or -1."""
+    for i in range(a.shape[0]):
+        if a[i] < lo or a[i] > hi:
+            return i
     return -1
 
 

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from wcoj.extenders import TrieArrays
-from wcoj.kernels.rowops import (last_edge_ops_into, merge_rows_into, merge_tries_into, pack_edge_ops,
-                                  row_weights_lockstep, sort_small_into, trie_of_rows_into)
+from wcoj.kernels.rowops import (first_outside, last_edge_ops_into, merge_rows_into, merge_tries_into,
+                                  pack_edge_ops, row_weights_lockstep, sort_small_into, trie_of_rows_into)
 
 I64 = np.int64
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
@@ -31,6 +31,12 @@ def consolidated(rows, ws) -> dict:
     for r, w in zip(rows, ws):
         out[r] = out.get(r, 0) + w
     return {r: w for r, w in sorted(out.items()) if w}
+
+
+@given(st.lists(st.integers(I64_MIN, I64_MAX), max_size=12), st.integers(-5, 5), st.integers(-5, 5))
+def test_first_outside_finds_the_first_value_out_of_range(xs, lo, hi):
+    want = next((i for i, x in enumerate(xs) if not lo <= x <= hi), -1)
+    assert first_outside(np.array(xs, I64), lo, hi) == want
 
 
 @given(rows_and_weights())
@@ -84,12 +90,18 @@ def test_trie_of_rows_matches_a_python_trie(case, sort, rnd):
     if sort:  # the kernel sorts any order
         rnd.shuffle(order)
     order = np.array(order, I64)
-    values, offs, counts = np.empty((k, n), I64), np.empty((max(k - 1, 1), n + 1), I64), np.empty(k, I64)
-    trie_of_rows_into(keys, order, sort, values, offs, counts)
+    weights = 3 * np.arange(1, n + 1, dtype=I64)  # aligned with keys (sorted: the trie's order)
+    values, offs = np.empty((k, n), I64), np.empty((max(k - 1, 1), n + 1), I64)
+    out_w, table = np.empty(n, I64), np.full((k, 6), -7, I64)
+    trie_of_rows_into(keys, weights, order, sort, values, offs, out_w, table)
     assert order.tolist() == list(range(n))
+    counts = table[:, 1]
     want = _levels(dict.fromkeys(unique, 1), k)
     assert [values[j, :counts[j]].tolist() for j in range(k)] == [v.tolist() for v in want.values]
     assert [offs[j, :counts[j] + 1].tolist() for j in range(k - 1)] == [o.tolist() for o in want.offsets]
+    assert out_w.tolist() == weights.tolist()
+    got = TrieArrays([values[j, :counts[j]] for j in range(k)], [offs[j, :counts[j] + 1] for j in range(k - 1)], out_w)
+    assert table.tolist() == got.table().tolist()  # the addresses a Python lookup finds
 
 
 def _levels(z: dict, k: int) -> TrieArrays:
@@ -113,10 +125,13 @@ def _merge_tries(za: dict, zb: dict, k: int):
     ostart = vstart[:k] + np.arange(k)
     values, offsets = np.full(vstart[-1], -7, I64), np.full(vstart[-2] + k, -7, I64)
     out_w, counts, bad_row = np.full(room[-1], -7, I64), np.zeros(k, I64), np.zeros(k, I64)
-    bad = merge_tries_into(ta.table(), tb.table(), values, offsets, vstart, ostart, out_w, counts, bad_row)
+    table = np.full((k, 6), -7, I64)
+    bad = merge_tries_into(ta.table(), tb.table(), values, offsets, vstart, ostart, out_w, counts, bad_row, table)
     got = TrieArrays([values[vstart[j]:vstart[j] + counts[j]] for j in range(k)],
                      [offsets[ostart[j]:ostart[j] + counts[j] + 1] for j in range(k - 1)],
                      out_w[:counts[k - 1]])
+    if bad == -1 and counts[k - 1]:
+        assert table.tolist() == got.table().tolist()  # the addresses a Python lookup finds
     return bad, got, bad_row
 
 
