@@ -65,6 +65,7 @@ class IncrementalIndex:
         self.arity, self.columns = arity, tuple(columns)
         self.runs: list[Trie] = []
         self.staged: Trie | None = None
+        self._views: dict[str, TrieView] = {}  # until the runs or the staged change
         self.n_merged_rows = 0  # rows rewritten by merges since creation (for amortisation checks)
 
     def __repr__(self) -> str:
@@ -80,14 +81,17 @@ class IncrementalIndex:
         """Replace all committed state by ``z`` (natural column order): one base run."""
         self.runs = [self._trie(z)] if len(z) else []
         self.staged = None
+        self._views = {}
 
     def stage(self, delta: ZSet) -> None:
         """Stage this tick's change (natural column order); nothing is committed yet."""
         self.staged = self._trie(delta) if len(delta) else None
+        self._views = {}
 
     def rollback(self) -> None:
         """Forget the staged change."""
         self.staged = None
+        self._views = {}
 
     def commit(self) -> None:
         """Append the staged change as a run and merge runs geometrically."""
@@ -95,6 +99,7 @@ class IncrementalIndex:
             return
         self.runs.append(self.staged)
         self.staged = None
+        self._views = {}
         while len(self.runs) >= 2 and (
             len(self.runs[-2]) <= MERGE_RATIO * len(self.runs[-1]) or len(self.runs[-2]) < MIN_RUN
         ):
@@ -103,15 +108,22 @@ class IncrementalIndex:
             self.runs[-2:] = [merged] if len(merged) else []
 
     def view(self, kind: str) -> TrieView:
-        """``prev``, ``delta`` or ``curr`` as a ``PrefixExtender``."""
+        """``prev``, ``delta`` or ``curr`` as a ``PrefixExtender`` (the same object until
+        the next stage, commit or rollback: a tick asks for each several times)."""
+        v = self._views.get(kind)
+        if v is not None:
+            return v
         staged = [self.staged] if self.staged is not None else []
         if kind == "prev":
-            return TrieView(list(self.runs), self.arity)
-        if kind == "delta":
-            return TrieView(staged, self.arity)
-        if kind == "curr":
-            return TrieView(self.runs + staged, self.arity)
-        raise InputError(f"unknown view {kind!r}; expected one of {VIEWS}")
+            v = TrieView(list(self.runs), self.arity)
+        elif kind == "delta":
+            v = TrieView(staged, self.arity)
+        elif kind == "curr":
+            v = TrieView(self.runs + staged, self.arity)
+        else:
+            raise InputError(f"unknown view {kind!r}; expected one of {VIEWS}")
+        self._views[kind] = v
+        return v
 
     def nbytes(self) -> int:
         return sum(r.nbytes() for r in self.runs)

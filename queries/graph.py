@@ -32,7 +32,7 @@ from indexes.index import Relation
 from queries.patterns import Pattern, by_name
 from wcoj.errors import InputError, QueryError, WcojError
 from wcoj.generic_join import IncrementalGenericJoin
-from wcoj.kernels.rowops import last_edge_ops_into, pack_edge_ops
+from wcoj.kernels.rowops import first_outside, last_edge_ops_into, pack_edge_ops
 from wcoj.zset import ZSet
 
 __all__ = ["Graph", "GraphView", "Tick", "as_edge_array", "settle_heap", "warm_up"]
@@ -54,12 +54,12 @@ def as_edge_array(edges, what: str = "edges") -> I64:
     if arr.dtype == np.uint64 and int(arr.max()) > MAX_ID:
         bad = int(np.argmax(arr.max(axis=1) > MAX_ID))
         raise InputError(f"{what}: node id {int(arr[bad].max())} in row {bad} is out of range [0, 2**62)")
-    arr = arr.astype(np.int64, copy=False)
-    out_of_range = (arr < 0) | (arr > MAX_ID)
-    if out_of_range.any():
-        r, c = np.argwhere(out_of_range)[0]
-        raise InputError(f"{what}: node id {int(arr[r, c])} in row {int(r)} is out of range [0, 2**62)")
-    return np.ascontiguousarray(arr)
+    arr = np.ascontiguousarray(arr, dtype=np.int64)
+    bad = first_outside(arr.reshape(-1), 0, MAX_ID)
+    if bad >= 0:
+        r, c = divmod(bad, 2)
+        raise InputError(f"{what}: node id {int(arr[r, c])} in row {r} is out of range [0, 2**62)")
+    return arr
 
 
 def _last_ops(inserts: I64, deletes: I64, normalise: bool) -> tuple[I64, npt.NDArray[np.bool_]]:

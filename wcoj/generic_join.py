@@ -708,8 +708,8 @@ class IncrementalGenericJoin:
         (its plan has a callable filter or a constant, an extender has no tries, or a
         frontier would exceed ``SLICE_ROWS`` rows)."""
         n = len(self.atoms)
-        live, parts, n_parts = [], [], []
-        seen: dict = {}  # (source, kind, columns) -> parts: terms share most views
+        live, tables, views, n_parts = [], [], [], []
+        seen: dict = {}  # (source, kind, columns) -> (view, its parts' tables, parts): terms share most views
         for i in range(n):
             if self.atoms[i][0].delta_is_empty():
                 continue
@@ -718,20 +718,21 @@ class IncrementalGenericJoin:
             spec, plan = self._spec(kinds, order)
             if not plan.fusable:
                 return None
-            term_parts, counts = [], []
+            term, counts = [], []
             for src, kind, cols, _ in spec:
-                ps = seen.get((id(src), kind, cols))
-                if ps is None:
+                got = seen.get((id(src), kind, cols))
+                if got is None:
                     view = src.view(kind, cols)
                     if not hasattr(view, "trie_parts"):
                         return None
-                    ps = seen[id(src), kind, cols] = view.trie_parts()
-                term_parts.extend(ps)
-                counts.append(len(ps))
+                    got = seen[id(src), kind, cols] = (view,) + _stacked_tables(view)
+                term.append(got)
+                counts.append(got[2])
             if 0 in counts:  # an atom without rows: the term is empty
                 continue
             live.append(i)
-            parts.extend(term_parts)
+            tables.extend(t for _, t, _ in term)
+            views.extend(v for v, _, _ in term)  # alive until the kernel has read their addresses
             n_parts.append(tuple(counts))
         if not live:
             return ZSet.empty(len(self.output))
@@ -744,7 +745,8 @@ class IncrementalGenericJoin:
                 spec, plan = self._spec(kinds, tuple(self.orders[i]))
                 terms.append((plan, self.orders[i], counts, [len(cols) for _, _, cols, _ in spec]))
             prog = self._programs[key] = _TermsProgram(terms, self.output)
-        status, _, keys, w = prog.run(parts, SLICE_ROWS)
+        status, _, keys, w = prog.run(np.concatenate(tables), SLICE_ROWS)
+        del views
         if status < 0:  # too big to hold, or an overflow: the term-by-term path streams or raises
             return None
         if not keys.shape[0]:
@@ -775,6 +777,15 @@ class IncrementalGenericJoin:
         for r in results:
             out = out + r
         return out
+
+
+def _stacked_tables(view) -> tuple[I64, int]:
+    """A trie view's parts' ``TrieArrays.table()`` stacked, and its number of parts (a
+    view may cache the stack as ``parts_table()``)."""
+    parts = view.trie_parts()
+    if hasattr(view, "parts_table"):
+        return view.parts_table(), len(parts)
+    return (np.concatenate([p.table() for p in parts]) if parts else np.zeros((0, 6), dtype=np.int64)), len(parts)
 
 
 class _TermsProgram:
@@ -823,11 +834,11 @@ class _TermsProgram:
         self.term_parts = np.array(term_parts, dtype=np.int64)
         self.out_cols = np.array(out_cols, dtype=np.int64).reshape(len(terms), len(output))
 
-    def run(self, parts: list[TrieArrays], limit: int):
-        """``(status, term, keys, w)`` from ``run_terms`` over ``parts`` (the terms' atoms'
-        parts in order). The caller keeps ``parts`` alive: the kernel reads their addresses."""
-        S, lo, hi = slot_table(np.concatenate([p.table() for p in parts]), self.at, self.deep,
-                               self.fixed, self.part_rows)
+    def run(self, table, limit: int):
+        """``(status, term, keys, w)`` from ``run_terms`` over ``table``, the stacked
+        ``TrieArrays.table()`` of the terms' atoms' parts in order. The caller keeps the
+        parts alive: the kernel reads their addresses."""
+        S, lo, hi = slot_table(table, self.at, self.deep, self.fixed, self.part_rows)
         return run_terms(S, *self.shape, self.term_levels, self.term_parts, self.out_cols, lo, hi, limit)
 
 
