@@ -63,6 +63,7 @@ class IncrementalIndex:
             raise ArityMismatchError(f"index columns {columns}", arity, len(columns),
                                      f"{columns} is not a permutation of {arity} columns")
         self.arity, self.columns = arity, tuple(columns)
+        self._cols = np.array(self.columns, dtype=np.int64)
         self.runs: list[Trie] = []
         self.staged: Trie | None = None
         self._views: dict[str, TrieView] = {}  # until the runs or the staged change
@@ -75,7 +76,7 @@ class IncrementalIndex:
         """``z`` (natural column order, consolidated) as a trie in this index's order."""
         if self.columns == tuple(range(self.arity)):
             return Trie.from_zset(z)
-        return Trie.from_rows(z.keys[:, list(self.columns)], z.weights)  # unique rows, re-sorted
+        return Trie.from_rows(z.keys, z.weights, columns=self._cols)  # unique rows, re-sorted
 
     def load(self, z: ZSet) -> None:
         """Replace all committed state by ``z`` (natural column order): one base run."""

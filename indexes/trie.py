@@ -38,6 +38,7 @@ I64 = npt.NDArray[np.int64]
 
 CACHE_ROWS = 1 << 14  # tries up to this many rows keep their Z-set (a tick's runs merge often)
 LOCKSTEP_ROWS = 4096  # weight() searches up to this many rows in lockstep
+_NATURAL = [np.arange(r, dtype=np.int64) for r in range(8)]
 PIN_ROWS = 1 << 16  # above this many rows, a trie copies its short levels out of the build buffer
 DENSE_SPAN = 32  # keep a direct index of level 0 when its value span is at most 32x its size
 
@@ -97,9 +98,10 @@ class Trie:
         return t
 
     @classmethod
-    def from_rows(cls, keys: I64, weights: I64, presorted: bool = False) -> Trie:
+    def from_rows(cls, keys: I64, weights: I64, presorted: bool = False, columns=None) -> Trie:
         """The trie of unique rows ``keys`` (``int64[n, arity]``, in any order unless
-        ``presorted``) with ``weights`` (non-zero): one kernel call.
+        ``presorted``) with ``weights`` (non-zero), their columns taken in the order
+        ``columns`` (``int64[arity]``, default as they are): one kernel call.
 
         Complexity: O(n * arity) after the sort (insertion sort for a tick's few rows).
 
@@ -112,12 +114,16 @@ class Trie:
         if r == 0:
             raise ArityMismatchError("trie", 1, 0, "a trie needs at least one column")
         sort = not presorted and n <= SMALL_ROWS
+        if columns is None:
+            columns = _NATURAL[r] if r < len(_NATURAL) else np.arange(r, dtype=np.int64)
+        elif not sort:  # a large input is sorted by row_order, which needs the columns in place
+            keys, columns = np.ascontiguousarray(keys[:, columns]), np.arange(r, dtype=np.int64)
         order = np.arange(n, dtype=np.int64) if presorted or sort else row_order(keys)
         # one buffer: values of every level, offsets (a dummy row when r = 1), weights
         n_off = max(r - 1, 1) * (n + 1)
         buf = np.empty(r * n + n_off + n, dtype=np.int64)
         table = np.empty((r, 6), dtype=np.int64)
-        trie_of_rows_into(keys, np.ascontiguousarray(weights, dtype=np.int64), order, sort,
+        trie_of_rows_into(keys, columns, np.ascontiguousarray(weights, dtype=np.int64), order, sort,
                           buf[:r * n].reshape(r, n), buf[r * n:r * n + n_off].reshape(-1, n + 1),
                           buf[r * n + n_off:], table)
         buf.flags.writeable = False

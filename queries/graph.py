@@ -32,7 +32,7 @@ from indexes.index import Relation
 from queries.patterns import Pattern, by_name
 from wcoj.errors import InputError, QueryError, WcojError
 from wcoj.generic_join import IncrementalGenericJoin
-from wcoj.kernels.rowops import first_outside, last_edge_ops_into, pack_edge_ops
+from wcoj.kernels.rowops import edge_delta_into, first_outside, last_edge_ops_into, pack_edge_ops
 from wcoj.zset import ZSet
 
 __all__ = ["Graph", "GraphView", "Tick", "as_edge_array", "settle_heap", "warm_up"]
@@ -248,10 +248,19 @@ class Graph:
     # ------------------------------------------------------------------ ticks
     def _primary_delta(self, inserts: I64, deletes: I64) -> ZSet:
         """The primary relation's delta with set semantics: a tick's deletes apply after its inserts."""
+        n = len(inserts) + len(deletes)
+        if not n:
+            return ZSet.empty(2)
+        prev = self.relations[self.primary].view("prev", (0, 1))
+        keys, w = np.empty((n, 2), dtype=np.int64), np.empty(n, dtype=np.int64)
+        m = edge_delta_into(inserts, deletes, not self.directed, prev.parts_table(),
+                            np.arange(0, 2 * len(prev.parts), 2, dtype=np.int64), keys, w)
+        if m >= 0:  # one kernel call; else ids too large to pack, or an overflow to report
+            return ZSet(keys[:m], w[:m])
         rows, insert = _last_ops(inserts, deletes, normalise=not self.directed)
         if not len(rows):
             return ZSet.empty(2)
-        have = self.relations[self.primary].view("prev", (0, 1)).weight(rows) > 0
+        have = prev.weight(rows) > 0
         change = insert != have
         return ZSet(np.ascontiguousarray(rows[change]), np.where(insert[change], 1, -1).astype(np.int64))
 

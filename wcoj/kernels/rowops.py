@@ -12,6 +12,8 @@ do the same work in one call each, comparing rows column by column:
   (``Trie.from_rows``: a tick's delta in each column order);
 * ``pack_edge_ops``, ``last_edge_ops_into``: a tick's edge inserts and deletes reduced
   to the last operation on each edge (sorting one packed int64 per operation);
+* ``edge_delta_into``: a tick's change of a simple edge relation (the three kernels
+  above and a presence lookup, in one call);
 * ``first_outside``: the first value out of a range (validating a tick's ids);
 * ``row_weights_lockstep``: the weights of many rows summed over several tries, searched
   level by level for all rows at once (a tick's presence lookups);
@@ -25,11 +27,11 @@ row (or -1) and the wrappers raise, as everywhere else.
 import numpy as np
 from numba import njit
 
-from .term import _bsearch, _load
+from .term import _bsearch, _load, row_weights
 from .weights import _add_overflows
 
 __all__ = ["sort_small_into", "merge_rows_into", "trie_of_rows_into",
-           "merge_tries_into", "first_outside",
+           "merge_tries_into", "first_outside", "edge_delta_into",
            "pack_edge_ops", "last_edge_ops_into", "row_weights_lockstep", "SMALL_ROWS"]
 
 SMALL_ROWS = 256  # insertion sort below this many rows; the packed argsort above
@@ -45,6 +47,16 @@ def _cmp(a, i, b, j):
             return -1
         if a[i, c] > b[j, c]:
             return 1
+    return 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _cmp_cols(a, i, j, cols):
+    """-1, 0 or 1: row ``a[i]`` against row ``a[j]``, columns in the order ``cols``."""
+    for c in range(cols.shape[0]):
+        x, y = a[i, cols[c]], a[j, cols[c]]
+        if x != y:
+            return -1 if x < y else 1
     return 0
 
 
@@ -123,10 +135,12 @@ def merge_rows_into(ka, wa, kb, wb, out_keys, out_w):
 
 
 @njit(cache=True, nogil=True)
-def trie_of_rows_into(keys, weights, order, sort, values, offsets, out_w, table):
+def trie_of_rows_into(keys, cols, weights, order, sort, values, offsets, out_w, table):
     """The levels of the trie of the unique rows ``keys`` (``int64[n, r]``) with
-    ``weights``, taken in the order ``order`` (a permutation of ``0..n-1`` that sorts
-    them; with ``sort``, first sorted here by insertion: for small inputs only).
+    ``weights``, their columns taken in the order ``cols`` (a permutation: a tick's delta
+    goes into every index without a reordered copy) and their rows in the order ``order``
+    (a permutation of ``0..n-1`` that sorts them; with ``sort``, first sorted here by
+    insertion: for small inputs only).
 
     Writes level ``j``'s values into ``values[j, :counts[j]]`` (``values``: ``int64[r, n]``),
     for ``j < r - 1`` the CSR offsets of its nodes' children into
@@ -139,23 +153,21 @@ def trie_of_rows_into(keys, weights, order, sort, values, offsets, out_w, table)
     if sort:
         for i in range(n):  # insertion sort of row indices
             x, t = order[i], i
-            while t > 0 and _cmp(keys, order[t - 1], keys, x) > 0:
+            while t > 0 and _cmp_cols(keys, order[t - 1], x, cols) > 0:
                 order[t] = order[t - 1]
                 t -= 1
             order[t] = x
-    for j in range(r):
-        counts[j] = 0
     prev = 0
     for i in range(n):
         k = order[i]
         d = 0  # first column that differs from the previous row (all of them for row 0)
         if i > 0:
-            while d < r and keys[k, d] == keys[prev, d]:
+            while d < r and keys[k, cols[d]] == keys[prev, cols[d]]:
                 d += 1
         for j in range(d, r):
             if j < r - 1:  # the new node's first child is the next level's new node
                 offsets[j, counts[j]] = counts[j + 1]
-            values[j, counts[j]] = keys[k, j]
+            values[j, counts[j]] = keys[k, cols[j]]
             counts[j] += 1
         prev = k
     for i in range(n):
@@ -510,3 +522,40 @@ def row_weights_lockstep(T, first, rows, out):
                             return c + i
                         out[c + i] += w
     return -1
+
+
+@njit(cache=True, nogil=True)
+def edge_delta_into(ins, dels, normalise, T, first, out_keys, out_w):
+    """The change a tick makes to a set of edges: its inserts and deletes (``int64[n, 2]``,
+    deletes applied after inserts; self-loops dropped; pairs written ``(min, max)`` when
+    ``normalise``) against the edges now present, the tries whose stacked tables are
+    ``T`` (part ``q``'s level 0 at row ``first[q]``, as for ``row_weights``).
+
+    Writes the edges whose presence changes, sorted, into ``out_keys`` with weight +1
+    (inserted) or -1 (deleted) in ``out_w`` (room for ``len(ins) + len(deletes)`` rows)
+    and returns their number; or -1 when the ids are too large to pack into one int64,
+    -2 when some present edge's weights do not add up in int64 (the caller then takes
+    its general path, which sorts another way or raises).
+    """
+    n = ins.shape[0] + dels.shape[0]
+    packed = np.empty(n, dtype=np.int64)
+    m, bv, bo = pack_edge_ops(ins, dels, normalise, packed)
+    if m < 0:
+        return -1
+    packed = np.sort(packed[:m])
+    keys = np.empty((m, 2), dtype=np.int64)
+    insert = np.empty(m, dtype=np.bool_)
+    m = last_edge_ops_into(packed, ins.shape[0], bv, bo, keys, insert)
+    have = np.zeros(m, dtype=np.int64)
+    if first.shape[0] and m:
+        lookup = row_weights_lockstep(T, first, keys[:m], have) if m <= 4096 else row_weights(T, first, keys[:m], have)
+        if lookup >= 0:
+            return -2
+    k = 0
+    for i in range(m):
+        if insert[i] != (have[i] > 0):
+            out_keys[k, 0] = keys[i, 0]
+            out_keys[k, 1] = keys[i, 1]
+            out_w[k] = 1 if insert[i] else -1
+            k += 1
+    return k

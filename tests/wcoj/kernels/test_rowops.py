@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from wcoj.extenders import TrieArrays
-from wcoj.kernels.rowops import (first_outside, last_edge_ops_into, merge_rows_into, merge_tries_into,
+from wcoj.kernels.rowops import (edge_delta_into, first_outside, last_edge_ops_into, merge_rows_into, merge_tries_into,
                                   pack_edge_ops, row_weights_lockstep, sort_small_into, trie_of_rows_into)
 
 I64 = np.int64
@@ -93,7 +93,7 @@ def test_trie_of_rows_matches_a_python_trie(case, sort, rnd):
     weights = 3 * np.arange(1, n + 1, dtype=I64)  # aligned with keys (sorted: the trie's order)
     values, offs = np.empty((k, n), I64), np.empty((max(k - 1, 1), n + 1), I64)
     out_w, table = np.empty(n, I64), np.full((k, 6), -7, I64)
-    trie_of_rows_into(keys, weights, order, sort, values, offs, out_w, table)
+    trie_of_rows_into(keys, np.arange(k, dtype=I64), weights, order, sort, values, offs, out_w, table)
     assert order.tolist() == list(range(n))
     counts = table[:, 1]
     want = _levels(dict.fromkeys(unique, 1), k)
@@ -102,6 +102,22 @@ def test_trie_of_rows_matches_a_python_trie(case, sort, rnd):
     assert out_w.tolist() == weights.tolist()
     got = TrieArrays([values[j, :counts[j]] for j in range(k)], [offs[j, :counts[j] + 1] for j in range(k - 1)], out_w)
     assert table.tolist() == got.table().tolist()  # the addresses a Python lookup finds
+
+
+@given(st.integers(1, 3).flatmap(lambda k: st.tuples(rows_and_weights(width=k, weights=st.integers(1, 3)),
+                                                    st.permutations(range(k)))))
+def test_trie_of_rows_takes_columns_in_any_order(case):
+    (k, rows, ws), cols = case
+    z = {r: w for r, w in zip(rows, ws)}  # unique rows, the last weight wins
+    keys = np.array(list(z), I64).reshape(-1, k)
+    n = keys.shape[0]
+    values, offs = np.empty((k, n), I64), np.empty((max(k - 1, 1), n + 1), I64)
+    out_w, table = np.empty(n, I64), np.empty((k, 6), I64)
+    trie_of_rows_into(keys, np.array(cols, I64), np.array(list(z.values()), I64), np.arange(n, dtype=I64), True,
+                      values, offs, out_w, table)
+    got = TrieArrays([values[j, :table[j, 1]] for j in range(k)],
+                     [offs[j, :table[j, 1] + 1] for j in range(k - 1)], out_w)
+    assert_same_levels(got, _levels(dict(sorted((tuple(r[c] for c in cols), w) for r, w in z.items())), k))
 
 
 def _levels(z: dict, k: int) -> TrieArrays:
@@ -213,6 +229,24 @@ def test_last_edge_ops_keep_the_last_operation_on_each_edge(ins, dels, normalise
     n = last_edge_ops_into(packed, len(ins), bv, bo, keys, insert)
     got = [(tuple(k), bool(i)) for k, i in zip(keys[:n].tolist(), insert[:n].tolist())]
     assert got == _last_ops_oracle(ins, dels, normalise)
+
+
+@given(edges, edges, st.booleans(), st.lists(edges, max_size=3))
+def test_edge_delta_is_the_change_of_the_edge_set(ins, dels, normalise, runs):
+    present: dict = {}  # the edges now present, split over up to three disjoint runs
+    zs = []
+    for run in runs:
+        z = {e: 1 for e in sorted(set(run)) if e not in present}
+        present.update(z)
+        if z:
+            zs.append(z)
+    arrays = [_levels(z, 2) for z in zs]  # alive while the kernel reads their tables
+    T = np.concatenate([a.table() for a in arrays]) if arrays else np.zeros((0, 6), I64)
+    a, b = (np.array(x, I64).reshape(-1, 2) for x in (ins, dels))
+    keys, w = np.empty((len(ins) + len(dels), 2), I64), np.empty(len(ins) + len(dels), I64)
+    m = edge_delta_into(a, b, normalise, T, np.arange(0, 2 * len(arrays), 2, dtype=I64), keys, w)
+    want = [(e, 1 if op else -1) for e, op in _last_ops_oracle(ins, dels, normalise) if op != (e in present)]
+    assert list(zip(map(tuple, keys[:m].tolist()), w[:m].tolist())) == want
 
 
 def test_pack_edge_ops_refuses_ids_that_do_not_fit():
