@@ -87,12 +87,12 @@ class IncrementalIndex:
     def stage(self, delta: ZSet) -> None:
         """Stage this tick's change (natural column order); nothing is committed yet."""
         self.staged = self._trie(delta) if len(delta) else None
-        self._views = {}
+        self._views = {"prev": self._views["prev"]} if "prev" in self._views else {}  # runs unchanged
 
     def rollback(self) -> None:
         """Forget the staged change."""
         self.staged = None
-        self._views = {}
+        self._views = {"prev": self._views["prev"]} if "prev" in self._views else {}
 
     def commit(self) -> None:
         """Append the staged change as a run and merge runs geometrically."""

@@ -660,6 +660,7 @@ class IncrementalGenericJoin:
         self.batch_order = list(batch_order) if batch_order else choose_order(varlists)
         self._specs: dict = {}
         self._programs: dict = {}  # _TermsProgram per (live terms, parts per atom)
+        self._layout = None  # see _fused_layout
 
     def _spec(self, kinds: tuple[str, ...], order: tuple[str, ...]):
         """Per atom ``(source, kind, columns, terms in column order)`` and the join plan; cached."""
@@ -703,50 +704,62 @@ class IncrementalGenericJoin:
         """The whole result over one view of every source (``prev`` by default)."""
         return self._run((kind,) * len(self.atoms), tuple(self.batch_order), count_only)
 
+    def _fused_layout(self):
+        """``(sources, terms)`` for ``_fused_delta``, or ``None`` when some term's plan
+        cannot run in ``run_terms``: the distinct ``(source, kind, columns)`` views the
+        terms read, and per term ``(i, the index of each of its atoms' view)``. Cached."""
+        if self._layout is None:
+            n = len(self.atoms)
+            keys: dict = {}
+            terms = []
+            for i in range(n):
+                spec, plan = self._spec(term_kinds(n, i), tuple(self.orders[i]))
+                if not plan.fusable:
+                    self._layout = False
+                    return None
+                terms.append((i, tuple([keys.setdefault((id(src), kind, cols), (len(keys), src, kind, cols))[0]
+                                        for src, kind, cols, _ in spec])))
+            self._layout = ([(src, kind, cols) for _, src, kind, cols in keys.values()], terms)
+        return self._layout or None
+
     def _fused_delta(self) -> ZSet | None:
         """ΔQ's rows through one ``run_terms`` call, or ``None`` when some term cannot
         (its plan has a callable filter or a constant, an extender has no tries, or a
         frontier would exceed ``SLICE_ROWS`` rows)."""
-        n = len(self.atoms)
-        live, tables, views, n_parts = [], [], [], []
-        seen: dict = {}  # (source, kind, columns) -> (view, its parts' tables, parts): terms share most views
-        for i in range(n):
+        layout = self._fused_layout()
+        if layout is None:
+            return None
+        sources, terms = layout
+        stacked: list = [None] * len(sources)  # per distinct view: (view, stacked tables, parts)
+        live, tables, n_parts = [], [], []
+        for i, idx in terms:
             if self.atoms[i][0].delta_is_empty():
                 continue
-            kinds = term_kinds(n, i)
-            order = tuple(self.orders[i])
-            spec, plan = self._spec(kinds, order)
-            if not plan.fusable:
-                return None
-            term, counts = [], []
-            for src, kind, cols, _ in spec:
-                got = seen.get((id(src), kind, cols))
-                if got is None:
+            for j in idx:
+                if stacked[j] is None:
+                    src, kind, cols = sources[j]
                     view = src.view(kind, cols)
                     if not hasattr(view, "trie_parts"):
                         return None
-                    got = seen[id(src), kind, cols] = (view,) + _stacked_tables(view)
-                term.append(got)
-                counts.append(got[2])
+                    stacked[j] = (view,) + _stacked_tables(view)
+            counts = tuple([stacked[j][2] for j in idx])
             if 0 in counts:  # an atom without rows: the term is empty
                 continue
             live.append(i)
-            tables.extend(t for _, t, _ in term)
-            views.extend(v for v, _, _ in term)  # alive until the kernel has read their addresses
-            n_parts.append(tuple(counts))
+            tables.extend([stacked[j][1] for j in idx])
+            n_parts.append(counts)
         if not live:
             return ZSet.empty(len(self.output))
         key = (tuple(live), tuple(n_parts))
         prog = self._programs.get(key)
         if prog is None:
-            terms = []
+            programs = []
             for i, counts in zip(live, n_parts):
-                kinds = term_kinds(n, i)
-                spec, plan = self._spec(kinds, tuple(self.orders[i]))
-                terms.append((plan, self.orders[i], counts, [len(cols) for _, _, cols, _ in spec]))
-            prog = self._programs[key] = _TermsProgram(terms, self.output)
+                spec, plan = self._spec(term_kinds(len(self.atoms), i), tuple(self.orders[i]))
+                programs.append((plan, self.orders[i], counts, [len(cols) for _, _, cols, _ in spec]))
+            prog = self._programs[key] = _TermsProgram(programs, self.output)
         status, _, keys, w = prog.run(np.concatenate(tables), SLICE_ROWS)
-        del views
+        del stacked  # the views (and their tries) were alive while the kernel read them
         if status < 0:  # too big to hold, or an overflow: the term-by-term path streams or raises
             return None
         if not keys.shape[0]:
@@ -782,9 +795,10 @@ class IncrementalGenericJoin:
 def _stacked_tables(view) -> tuple[I64, int]:
     """A trie view's parts' ``TrieArrays.table()`` stacked, and its number of parts (a
     view may cache the stack as ``parts_table()``)."""
-    parts = view.trie_parts()
     if hasattr(view, "parts_table"):
-        return view.parts_table(), len(parts)
+        t = view.parts_table()
+        return t, t.shape[0] // view.arity
+    parts = view.trie_parts()
     return (np.concatenate([p.table() for p in parts]) if parts else np.zeros((0, 6), dtype=np.int64)), len(parts)
 
 
