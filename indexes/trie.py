@@ -26,7 +26,7 @@ import numpy.typing as npt
 from wcoj.errors import ArityMismatchError, WeightOverflowError
 from wcoj.extenders import TrieArrays, descend
 from wcoj.kernels.intersect import find_in_ranges
-from wcoj.kernels.rowops import SMALL_ROWS, merge_tries_into, row_weights_lockstep, trie_of_rows_into
+from wcoj.kernels.rowops import SMALL_ROWS, merge_tries_flat, merge_tries_into, row_weights_lockstep, trie_of_rows_into
 from wcoj.rows import row_order
 from wcoj.kernels.term import address_table, row_weights
 from wcoj.zset import ZSet
@@ -126,11 +126,18 @@ class Trie:
         trie_of_rows_into(keys, columns, np.ascontiguousarray(weights, dtype=np.int64), order, sort,
                           buf[:r * n].reshape(r, n), buf[r * n:r * n + n_off].reshape(-1, n + 1),
                           buf[r * n + n_off:], table)
+        return cls._of_buffer(buf, table, n, r)
+
+    @classmethod
+    def _of_buffer(cls, buf: I64, table: I64, n: int, r: int) -> Trie:
+        """The trie a kernel wrote into ``buf`` in ``trie_of_rows_into``'s layout (room
+        ``n`` per level), its table in ``table``."""
         buf.flags.writeable = False
         c = table[:, 1].tolist()
+        at = r * n + max(r - 1, 1) * (n + 1)
         values = tuple([buf[j * n:j * n + c[j]] for j in range(r)])
         offsets = tuple([buf[r * n + j * (n + 1):r * n + j * (n + 1) + c[j] + 1] for j in range(r - 1)])
-        weights = buf[r * n + n_off:]
+        weights = buf[at:at + c[r - 1]]
         if n > PIN_ROWS and 2 * min(c) <= n:  # a level is short: copy them out, not to pin the buffer
             return cls([v.copy() for v in values], [o.copy() for o in offsets], weights.copy(), r)
         return cls._built(values, offsets, weights, table, r)
@@ -157,6 +164,13 @@ class Trie:
         if not self.n_rows:
             return other
         r = self.arity
+        n = self.n_rows + other.n_rows
+        if n <= PIN_ROWS:  # room n per level: over-allocated, and fewer Python steps
+            buf = np.empty(r * n + max(r - 1, 1) * (n + 1) + n, dtype=np.int64)
+            table, bad_row = np.empty((r, 6), dtype=np.int64), np.empty(r, dtype=np.int64)
+            if merge_tries_flat(self.arrays.table(), other.arrays.table(), n, buf, bad_row, table) >= 0:
+                self._overflow(other, bad_row)
+            return Trie._of_buffer(buf, table, n, r)
         room = [a.shape[0] + b.shape[0] for a, b in zip(self.values, other.values)]
         vstart = [0]
         for x in room:
@@ -173,15 +187,18 @@ class Trie:
         table = small[4 * r + 1:4 * r + 1 + 6 * r].reshape(r, 6)
         if merge_tries_into(self.arrays.table(), other.arrays.table(), buf[:vstart[r]],
                             buf[vstart[r]:at], starts, ostart, buf[at:], counts, bad_row, table) >= 0:
-            row = tuple(bad_row.tolist())
-            raise WeightOverflowError(f"the weights of row {row} sum beyond int64: "
-                                      f"{self.weight_of(row)} + {other.weight_of(row)} does not fit")
+            self._overflow(other, bad_row)
         buf.flags.writeable = False
         c = counts.tolist()
         o = [vstart[r] + x for x in ostart_l]
         return Trie._built(tuple([buf[vstart[j]:vstart[j] + c[j]] for j in range(r)]),
                            tuple([buf[o[j]:o[j] + c[j] + 1] for j in range(r - 1)]),
                            buf[at:at + c[r - 1]], table, r)
+
+    def _overflow(self, other: Trie, bad_row: I64) -> None:
+        row = tuple(bad_row.tolist())
+        raise WeightOverflowError(f"the weights of row {row} sum beyond int64: "
+                                  f"{self.weight_of(row)} + {other.weight_of(row)} does not fit")
 
     def weight_of(self, row: tuple[int, ...]) -> int:
         """The weight of one row (0 when absent)."""

@@ -31,7 +31,7 @@ from .term import _bsearch, _load, row_weights
 from .weights import _add_overflows
 
 __all__ = ["sort_small_into", "merge_rows_into", "trie_of_rows_into",
-           "merge_tries_into", "first_outside", "edge_delta_into",
+           "merge_tries_into", "merge_tries_flat", "first_outside", "edge_delta_into",
            "pack_edge_ops", "last_edge_ops_into", "row_weights_lockstep", "SMALL_ROWS"]
 
 SMALL_ROWS = 256  # insertion sort below this many rows; the packed argsort above
@@ -396,6 +396,22 @@ def first_outside(a, lo, hi):
         if a[i] < lo or a[i] > hi:
             return i
     return -1
+
+
+@njit(cache=True, nogil=True)
+def merge_tries_flat(TA, TB, n, buf, bad_row, table):
+    """``merge_tries_into`` with the layout of ``trie_of_rows_into``: in ``buf``
+    (``int64[r * n + max(r - 1, 1) * (n + 1) + n]``, ``n`` at least the rows of both
+    tries) level ``j``'s values at ``j * n``, its offsets at ``r * n + j * (n + 1)``, the
+    weights at ``r * n + max(r - 1, 1) * (n + 1)``. Room for every level is ``n``, which
+    over-allocates the levels above the leaves: for the small merges of a tick."""
+    r = TA.shape[0]
+    n_off = max(r - 1, 1) * (n + 1)
+    vstart = np.arange(r + 1) * n
+    ostart = np.arange(r) * (n + 1)
+    counts = np.zeros(r, dtype=np.int64)
+    return merge_tries_into(TA, TB, buf[:r * n], buf[r * n:r * n + n_off], vstart, ostart,
+                            buf[r * n + n_off:], counts, bad_row, table)
 
 
 @njit(cache=True, nogil=True, inline="always")

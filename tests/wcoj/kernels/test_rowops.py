@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from wcoj.extenders import TrieArrays
-from wcoj.kernels.rowops import (edge_delta_into, first_outside, last_edge_ops_into, merge_rows_into, merge_tries_into,
+from wcoj.kernels.rowops import (edge_delta_into, first_outside, last_edge_ops_into, merge_rows_into,
+                                  merge_tries_flat, merge_tries_into,
                                   pack_edge_ops, row_weights_lockstep, sort_small_into, trie_of_rows_into)
 
 I64 = np.int64
@@ -164,6 +165,25 @@ def assert_same_levels(got, want):
     assert [v.tolist() for v in got.values] == [v.tolist() for v in want.values]
     assert [o.tolist() for o in got.offsets] == [o.tolist() for o in want.offsets]
     assert got.weights.tolist() == want.weights.tolist()
+
+
+@given(st.integers(1, 3).flatmap(lambda k: st.tuples(rows_and_weights(width=k), rows_and_weights(width=k))))
+def test_merge_tries_flat_lays_out_levels_like_trie_of_rows(case):
+    (k, ra, wa), (_, rb, wb) = case
+    za, zb = consolidated(ra, wa), consolidated(rb, wb)
+    want = consolidated(list(za) + list(zb), list(za.values()) + list(zb.values()))
+    if not (za and zb and want):
+        return
+    ta, tb = _levels(za, k), _levels(zb, k)
+    n = len(za) + len(zb)
+    buf, table, bad_row = np.full(k * n + max(k - 1, 1) * (n + 1) + n, -7, I64), np.empty((k, 6), I64), np.empty(k, I64)
+    assert merge_tries_flat(ta.table(), tb.table(), n, buf, bad_row, table) == -1
+    at = k * n + max(k - 1, 1) * (n + 1)
+    c = table[:, 1]
+    got = TrieArrays([buf[j * n:j * n + c[j]] for j in range(k)],
+                     [buf[k * n + j * (n + 1):k * n + j * (n + 1) + c[j] + 1] for j in range(k - 1)], buf[at:at + c[-1]])
+    assert_same_levels(got, _levels(want, k))
+    assert table.tolist() == got.table().tolist()
 
 
 @given(st.integers(1, 3).flatmap(lambda k: st.tuples(
