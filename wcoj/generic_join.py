@@ -46,7 +46,7 @@ from wcoj.extenders import IncrementalSource, PrefixExtender, TrieArrays, descen
 from wcoj.kernels import weights as wk
 from wcoj.kernels.frontier import extend_frontier, extend_frontier_pair
 from wcoj.kernels.term import (COL, N, TOO_BIG, UNIT, count_tail,
-                               count_tail_parallel, run_levels, run_terms, slot_table)
+                               count_tail_parallel, run_levels, run_program, slot_table)
 from wcoj.kernels.intersect import (
     count_last_level,
     count_last_level_parallel,
@@ -852,8 +852,8 @@ class _TermsProgram:
         """``(status, term, keys, w)`` from ``run_terms`` over ``table``, the stacked
         ``TrieArrays.table()`` of the terms' atoms' parts in order. The caller keeps the
         parts alive: the kernel reads their addresses."""
-        S, lo, hi = slot_table(table, self.at, self.deep, self.fixed, self.part_rows)
-        return run_terms(S, *self.shape, self.term_levels, self.term_parts, self.out_cols, lo, hi, limit)
+        return run_program(table, self.at, self.deep, self.fixed, self.part_rows, *self.shape,
+                           self.term_levels, self.term_parts, self.out_cols, limit)
 
 
 class _Shape:

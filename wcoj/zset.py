@@ -181,6 +181,9 @@ def _merge_plus(a_keys: I64, a_weights: I64, b_keys: I64, b_weights: I64) -> tup
     return out_keys[:m], out_w[:m]
 
 
+_EMPTIES: dict = {}  # ZSet.empty per arity
+
+
 def _frozen(a: np.ndarray) -> np.ndarray:
     a.flags.writeable = False
     return a
@@ -208,8 +211,12 @@ class ZSet:
     # ---------------------------------------------------------------- construction
     @classmethod
     def empty(cls, arity: int) -> ZSet:
-        """The zero of the group, for rows of ``arity`` columns."""
-        return cls(np.zeros((0, arity), dtype=np.int64), np.zeros(0, dtype=np.int64))
+        """The zero of the group, for rows of ``arity`` columns (one shared instance per
+        arity: its arrays are read-only, and every tick asks for a few)."""
+        z = _EMPTIES.get(arity)
+        if z is None:
+            z = _EMPTIES[arity] = cls(np.zeros((0, arity), dtype=np.int64), np.zeros(0, dtype=np.int64))
+        return z
 
     @classmethod
     def from_arrays(cls, keys: Any, weights: Any = None, arity: int | None = None) -> ZSet:

@@ -44,7 +44,7 @@ from numba.extending import intrinsic
 
 from .weights import _add_overflows, _mul_overflows
 
-__all__ = ["address_table", "run_levels", "run_terms", "slot_table", "count_tail", "count_tail_parallel",
+__all__ = ["address_table", "run_levels", "run_terms", "run_program", "slot_table", "count_tail", "count_tail_parallel",
            "TOO_BIG", "SLOT_FIELDS"]
 
 TOO_BIG = -(1 << 62)  # status: a level's frontier would exceed the row limit
@@ -470,6 +470,16 @@ def run_terms(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_up
             wt[m] = weights[t][i]
             m += 1
     return np.int64(total), np.int64(-1), keys, wt
+
+
+@njit(cache=True, nogil=True)
+def run_program(T, at, deep, fixed, part_rows, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
+                bnd_upper, ne_off, ne_col, term_levels, term_parts, out_cols, limit):
+    """``run_terms`` over the slot table ``slot_table(T, at, deep, fixed, part_rows)``: a
+    tick's delta terms in one call from their parts' stacked tables."""
+    S, lo, hi = slot_table(T, at, deep, fixed, part_rows)
+    return run_terms(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col,
+                     term_levels, term_parts, out_cols, lo, hi, limit)
 
 
 @njit(cache=True, nogil=True)

@@ -564,7 +564,8 @@ DELTA_QUERIES = {
        st.dictionaries(st.tuples(nodes, nodes), weights, max_size=6))
 @settings(max_examples=60)
 def test_run_terms_gives_the_delta_of_the_oracle(name, before, change):
-    """Every term of the delta rule in one ``run_terms`` call: ΔQ = Q(after) - Q(before)."""
+    """Every term of the delta rule in one ``run_terms`` call (through ``run_program``):
+    ΔQ = Q(after) - Q(before)."""
     from indexes import Relation
     from wcoj.generic_join import IncrementalGenericJoin
 
@@ -579,13 +580,13 @@ def test_run_terms_gives_the_delta_of_the_oracle(name, before, change):
     atoms = lambda rel: [(rel, terms) for terms in shape]  # noqa: E731
     want = ref.zadd(ref.join(atoms(after), output, tests),
                     {k: -w for k, w in ref.join(atoms(before), output, tests).items()})
-    with spying("run_terms") as calls:
+    with spying("run_program") as calls:
         got = join._fused_delta()
     assert got is not None and len(calls) == (0 if E.delta_is_empty() else 1)
     got.check()
     assert got.to_dict() == want
     if calls:  # a row limit of 0 stops the first level that has a candidate
         (args, out), = calls
-        status, _, _, _ = gj.run_terms(*args[:-1], 0)
+        status, _, _, _ = gj.run_program(*args[:-1], 0)
         if out[0] > 0:
             assert status == TOO_BIG
