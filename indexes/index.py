@@ -66,6 +66,7 @@ class IncrementalIndex:
         self._cols = np.array(self.columns, dtype=np.int64)
         self.runs: list[Trie] = []
         self.staged: Trie | None = None
+        self.tail: Trie | None = None  # the last run plus the staged change, when commit will merge them
         self._views: dict[str, TrieView] = {}  # until the runs or the staged change
         self.n_merged_rows = 0  # rows rewritten by merges since creation (for amortisation checks)
 
@@ -81,29 +82,44 @@ class IncrementalIndex:
     def load(self, z: ZSet) -> None:
         """Replace all committed state by ``z`` (natural column order): one base run."""
         self.runs = [self._trie(z)] if len(z) else []
-        self.staged = None
+        self.staged = self.tail = None
         self._views = {}
 
     def stage(self, delta: ZSet) -> None:
-        """Stage this tick's change (natural column order); nothing is committed yet."""
+        """Stage this tick's change (natural column order); nothing is committed yet.
+
+        When the commit will merge the change into the last run (see ``commit``), the
+        merge happens now: ``curr`` then reads one part fewer (each part costs every
+        lookup of the join a search), and the commit only swaps the run in.
+        """
         self.staged = self._trie(delta) if len(delta) else None
+        self.tail = None
         self._views = {"prev": self._views["prev"]} if "prev" in self._views else {}  # runs unchanged
+        if self.staged is not None and self.runs and self._merges(self.runs[-1], self.staged):
+            self.tail = self.runs[-1].plus(self.staged)
 
     def rollback(self) -> None:
         """Forget the staged change."""
-        self.staged = None
+        self.staged = self.tail = None
         self._views = {"prev": self._views["prev"]} if "prev" in self._views else {}
+
+    @staticmethod
+    def _merges(older: Trie, newer: Trie) -> bool:
+        """Whether the geometric policy merges run ``newer`` into the run ``older`` before it."""
+        return len(older) <= MERGE_RATIO * len(newer) or len(older) < MIN_RUN
 
     def commit(self) -> None:
         """Append the staged change as a run and merge runs geometrically."""
         if self.staged is None:
             return
-        self.runs.append(self.staged)
-        self.staged = None
+        if self.tail is not None:  # merged when staged
+            self.n_merged_rows += len(self.runs[-1]) + len(self.staged)
+            self.runs[-1:] = [self.tail] if len(self.tail) else []
+        else:
+            self.runs.append(self.staged)
+        self.staged = self.tail = None
         self._views = {}
-        while len(self.runs) >= 2 and (
-            len(self.runs[-2]) <= MERGE_RATIO * len(self.runs[-1]) or len(self.runs[-2]) < MIN_RUN
-        ):
+        while len(self.runs) >= 2 and self._merges(self.runs[-2], self.runs[-1]):
             merged = self.runs[-2].plus(self.runs[-1])
             self.n_merged_rows += len(self.runs[-2]) + len(self.runs[-1])
             self.runs[-2:] = [merged] if len(merged) else []
@@ -120,7 +136,10 @@ class IncrementalIndex:
         elif kind == "delta":
             v = TrieView(staged, self.arity)
         elif kind == "curr":
-            v = TrieView(self.runs + staged, self.arity)
+            if self.tail is not None:
+                v = TrieView(self.runs[:-1] + [self.tail], self.arity)
+            else:
+                v = TrieView(self.runs + staged, self.arity)
         else:
             raise InputError(f"unknown view {kind!r}; expected one of {VIEWS}")
         self._views[kind] = v
