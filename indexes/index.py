@@ -92,11 +92,16 @@ class IncrementalIndex:
         merge happens now: ``curr`` then reads one part fewer (each part costs every
         lookup of the join a search), and the commit only swaps the run in.
         """
-        self.staged = self._trie(delta) if len(delta) else None
-        self.tail = None
+        self.staged = self.tail = None
         self._views = {"prev": self._views["prev"]} if "prev" in self._views else {}  # runs unchanged
-        if self.staged is not None and self.runs and self._merges(self.runs[-1], self.staged):
-            self.tail = self.runs[-1].plus(self.staged)
+        if not len(delta):
+            return
+        if self.runs and self._merges(len(self.runs[-1]), len(delta)):
+            natural = self.columns == tuple(range(self.arity))
+            self.staged, self.tail = self.runs[-1].plus_rows(delta.keys, delta.weights, presorted=natural,
+                                                             columns=None if natural else self._cols)
+        else:
+            self.staged = self._trie(delta)
 
     def rollback(self) -> None:
         """Forget the staged change."""
@@ -104,9 +109,10 @@ class IncrementalIndex:
         self._views = {"prev": self._views["prev"]} if "prev" in self._views else {}
 
     @staticmethod
-    def _merges(older: Trie, newer: Trie) -> bool:
-        """Whether the geometric policy merges run ``newer`` into the run ``older`` before it."""
-        return len(older) <= MERGE_RATIO * len(newer) or len(older) < MIN_RUN
+    def _merges(older: int, newer: int) -> bool:
+        """Whether the geometric policy merges a run of ``newer`` rows into the run of
+        ``older`` rows before it."""
+        return older <= MERGE_RATIO * newer or older < MIN_RUN
 
     def commit(self) -> None:
         """Append the staged change as a run and merge runs geometrically."""
@@ -119,7 +125,7 @@ class IncrementalIndex:
             self.runs.append(self.staged)
         self.staged = self.tail = None
         self._views = {}
-        while len(self.runs) >= 2 and self._merges(self.runs[-2], self.runs[-1]):
+        while len(self.runs) >= 2 and self._merges(len(self.runs[-2]), len(self.runs[-1])):
             merged = self.runs[-2].plus(self.runs[-1])
             self.n_merged_rows += len(self.runs[-2]) + len(self.runs[-1])
             self.runs[-2:] = [merged] if len(merged) else []

@@ -26,7 +26,8 @@ import numpy.typing as npt
 from wcoj.errors import ArityMismatchError, WeightOverflowError
 from wcoj.extenders import TrieArrays, descend
 from wcoj.kernels.intersect import find_in_ranges
-from wcoj.kernels.rowops import SMALL_ROWS, merge_tries_flat, merge_tries_into, row_weights_lockstep, trie_of_rows_into
+from wcoj.kernels.rowops import (SMALL_ROWS, merge_tries_flat, merge_tries_into, row_weights_lockstep, trie_of_rows_into,
+                                 trie_of_rows_plus)
 from wcoj.rows import row_order
 from wcoj.kernels.term import address_table, row_weights
 from wcoj.zset import ZSet
@@ -58,6 +59,22 @@ def _directory(level0: I64) -> tuple[I64, int]:
     dense[level0 - base] = np.arange(n, dtype=np.int64)
     dense.flags.writeable = False
     return dense, base
+
+
+def _build_args(keys, weights, presorted: bool, columns):
+    """The arguments of the trie build kernels for ``Trie.from_rows``' inputs:
+    ``(keys, columns, weights, order, sort)``."""
+    keys = np.ascontiguousarray(keys, dtype=np.int64)
+    n, r = keys.shape
+    if r == 0:
+        raise ArityMismatchError("trie", 1, 0, "a trie needs at least one column")
+    sort = not presorted and n <= SMALL_ROWS
+    if columns is None:
+        columns = _NATURAL[r] if r < len(_NATURAL) else np.arange(r, dtype=np.int64)
+    elif not sort:  # a large input is sorted by row_order, which needs the columns in place
+        keys, columns = np.ascontiguousarray(keys[:, columns]), np.arange(r, dtype=np.int64)
+    order = np.arange(n, dtype=np.int64) if presorted or sort else row_order(keys)
+    return keys, columns, np.ascontiguousarray(weights, dtype=np.int64), order, sort
 
 
 class Trie:
@@ -109,24 +126,42 @@ class Trie:
         >>> t.to_zset().to_dict()
         {(1, 3): 9, (1, 5): 8, (2, 1): 7}
         """
-        keys = np.ascontiguousarray(keys, dtype=np.int64)
+        keys, columns, weights, order, sort = _build_args(keys, weights, presorted, columns)
         n, r = keys.shape
-        if r == 0:
-            raise ArityMismatchError("trie", 1, 0, "a trie needs at least one column")
-        sort = not presorted and n <= SMALL_ROWS
-        if columns is None:
-            columns = _NATURAL[r] if r < len(_NATURAL) else np.arange(r, dtype=np.int64)
-        elif not sort:  # a large input is sorted by row_order, which needs the columns in place
-            keys, columns = np.ascontiguousarray(keys[:, columns]), np.arange(r, dtype=np.int64)
-        order = np.arange(n, dtype=np.int64) if presorted or sort else row_order(keys)
         # one buffer: values of every level, offsets (a dummy row when r = 1), weights
         n_off = max(r - 1, 1) * (n + 1)
         buf = np.empty(r * n + n_off + n, dtype=np.int64)
         table = np.empty((r, 6), dtype=np.int64)
-        trie_of_rows_into(keys, columns, np.ascontiguousarray(weights, dtype=np.int64), order, sort,
-                          buf[:r * n].reshape(r, n), buf[r * n:r * n + n_off].reshape(-1, n + 1),
-                          buf[r * n + n_off:], table)
+        trie_of_rows_into(keys, columns, weights, order, sort, buf[:r * n].reshape(r, n),
+                          buf[r * n:r * n + n_off].reshape(-1, n + 1), buf[r * n + n_off:], table)
         return cls._of_buffer(buf, table, n, r)
+
+    def plus_rows(self, keys: I64, weights: I64, presorted: bool = False, columns=None) -> tuple[Trie, Trie]:
+        """``(t, self.plus(t))`` where ``t = Trie.from_rows(keys, weights, presorted, columns)``,
+        in one kernel call while the sum stays small (``PIN_ROWS``): how an index stages
+        a tick's change that its commit will merge into its last run.
+
+        >>> run = Trie.from_rows(np.array([[1, 2], [1, 3]]), np.array([1, 1]))
+        >>> t, s = run.plus_rows(np.array([[1, 3], [2, 1]]), np.array([-1, 1]))
+        >>> t.to_zset().to_dict(), s.to_zset().to_dict()
+        ({(1, 3): -1, (2, 1): 1}, {(1, 2): 1, (2, 1): 1})
+        """
+        n, r = len(keys), self.arity
+        n2 = self.n_rows + n
+        if n2 > PIN_ROWS or not n or not self.n_rows or np.shape(keys)[1] != r:
+            t = Trie.from_rows(keys, weights, presorted, columns)
+            return t, self.plus(t)
+        keys, columns, weights, order, sort = _build_args(keys, weights, presorted, columns)
+        size = lambda m: r * m + max(r - 1, 1) * (m + 1) + m  # noqa: E731
+        buf, buf2 = np.empty(size(n), dtype=np.int64), np.empty(size(n2), dtype=np.int64)
+        table, table2 = np.empty((r, 6), dtype=np.int64), np.empty((r, 6), dtype=np.int64)
+        bad_row = np.empty(r, dtype=np.int64)
+        bad = trie_of_rows_plus(keys, columns, weights, order, sort, buf, table,
+                                self.arrays.table(), n2, buf2, bad_row, table2)
+        t = Trie._of_buffer(buf, table, n, r)
+        if bad >= 0:
+            self._overflow(t, bad_row)
+        return t, Trie._of_buffer(buf2, table2, n2, r)
 
     @classmethod
     def _of_buffer(cls, buf: I64, table: I64, n: int, r: int) -> Trie:

@@ -31,7 +31,7 @@ from .term import _bsearch, _load, row_weights
 from .weights import _add_overflows
 
 __all__ = ["sort_small_into", "merge_rows_into", "trie_of_rows_into",
-           "merge_tries_into", "merge_tries_flat", "first_outside", "edge_delta_into",
+           "merge_tries_into", "merge_tries_flat", "trie_of_rows_plus", "first_outside", "edge_delta_into",
            "pack_edge_ops", "last_edge_ops_into", "row_weights_lockstep", "SMALL_ROWS"]
 
 SMALL_ROWS = 256  # insertion sort below this many rows; the packed argsort above
@@ -412,6 +412,19 @@ def merge_tries_flat(TA, TB, n, buf, bad_row, table):
     counts = np.zeros(r, dtype=np.int64)
     return merge_tries_into(TA, TB, buf[:r * n], buf[r * n:r * n + n_off], vstart, ostart,
                             buf[r * n + n_off:], counts, bad_row, table)
+
+
+@njit(cache=True, nogil=True)
+def trie_of_rows_plus(keys, cols, weights, order, sort, buf, table, TA, n2, buf2, bad_row, table2):
+    """``trie_of_rows_into`` into ``buf`` (its flat layout, see ``merge_tries_flat``),
+    then that trie merged into the trie with table ``TA`` by ``merge_tries_flat`` into
+    ``buf2`` (``n2`` rows of room): a tick's change staged and merged into an index's last
+    run in one call. Returns what ``merge_tries_flat`` returns."""
+    n, r = keys.shape
+    n_off = max(r - 1, 1) * (n + 1)
+    trie_of_rows_into(keys, cols, weights, order, sort, buf[:r * n].reshape(r, n),
+                      buf[r * n:r * n + n_off].reshape(max(r - 1, 1), n + 1), buf[r * n + n_off:], table)
+    return merge_tries_flat(TA, table, n2, buf2, bad_row, table2)
 
 
 @njit(cache=True, nogil=True, inline="always")

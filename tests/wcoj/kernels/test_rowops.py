@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from wcoj.extenders import TrieArrays
 from wcoj.kernels.rowops import (edge_delta_into, first_outside, last_edge_ops_into, merge_rows_into,
-                                  merge_tries_flat, merge_tries_into,
+                                  merge_tries_flat, merge_tries_into, trie_of_rows_plus,
                                   pack_edge_ops, row_weights_lockstep, sort_small_into, trie_of_rows_into)
 
 I64 = np.int64
@@ -184,6 +184,35 @@ def test_merge_tries_flat_lays_out_levels_like_trie_of_rows(case):
                      [buf[k * n + j * (n + 1):k * n + j * (n + 1) + c[j] + 1] for j in range(k - 1)], buf[at:at + c[-1]])
     assert_same_levels(got, _levels(want, k))
     assert table.tolist() == got.table().tolist()
+
+
+@given(st.integers(1, 3).flatmap(lambda k: st.tuples(rows_and_weights(width=k), rows_and_weights(width=k),
+                                                    st.permutations(range(k)))))
+def test_trie_of_rows_plus_builds_then_merges(case):
+    (k, ra, wa), (_, rb, wb), cols = case
+    za, zb = consolidated(ra, wa), consolidated(rb, wb)
+    if not (za and zb):
+        return
+    ta = _levels(za, k)
+    keys = np.array(list(zb), I64)[:, np.argsort(cols)]  # columns taken in the order cols give zb's rows
+    n, n2 = len(zb), len(za) + len(zb)
+    size = lambda m: k * m + max(k - 1, 1) * (m + 1) + m  # noqa: E731
+    buf, buf2 = np.empty(size(n), I64), np.empty(size(n2), I64)
+    table, table2, bad_row = np.empty((k, 6), I64), np.empty((k, 6), I64), np.empty(k, I64)
+    order = np.arange(n, dtype=I64)
+    bad = trie_of_rows_plus(keys, np.array(cols, I64), np.array(list(zb.values()), I64), order, True,
+                            buf, table, ta.table(), n2, buf2, bad_row, table2)
+    assert bad == -1
+    at = k * n2 + max(k - 1, 1) * (n2 + 1)
+    c = table2[:, 1]
+    got = TrieArrays([buf2[j * n2:j * n2 + c[j]] for j in range(k)],
+                     [buf2[k * n2 + j * (n2 + 1):k * n2 + j * (n2 + 1) + c[j] + 1] for j in range(k - 1)],
+                     buf2[at:at + c[-1]])
+    want = consolidated(list(za) + list(zb), list(za.values()) + list(zb.values()))
+    if want:
+        assert_same_levels(got, _levels(want, k))
+    else:
+        assert c[-1] == 0
 
 
 @given(st.integers(1, 3).flatmap(lambda k: st.tuples(
