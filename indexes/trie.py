@@ -39,9 +39,12 @@ I64 = npt.NDArray[np.int64]
 
 CACHE_ROWS = 1 << 14  # tries up to this many rows keep their Z-set (a tick's runs merge often)
 LOCKSTEP_ROWS = 4096  # weight() searches up to this many rows in lockstep
+_NO_DIRECTORY = np.zeros(0, dtype=np.int64)
+_NO_DIRECTORY.flags.writeable = False
 _NATURAL = [np.arange(r, dtype=np.int64) for r in range(8)]
 PIN_ROWS = 1 << 16  # above this many rows, a trie copies its short levels out of the build buffer
 DENSE_SPAN = 32  # keep a direct index of level 0 when its value span is at most 32x its size
+DIRECTORY_ROWS = 1 << 14  # a trie built by a kernel with fewer rows gets none (see Trie._built)
 
 
 def _directory(level0: I64) -> tuple[I64, int]:
@@ -99,8 +102,12 @@ class Trie:
 
     @classmethod
     def _built(cls, values: tuple, offsets: tuple, weights: I64, table: I64, arity: int) -> Trie:
-        """A trie of arrays a build kernel just wrote (read-only, ``table`` filled)."""
-        dense, base = _directory(values[0])
+        """A trie of arrays a build kernel just wrote (read-only, ``table`` filled).
+
+        A small trie gets no level-0 directory: its values are searched (they fit in
+        cache), and a tick's merged last run would otherwise build a directory the size
+        of the id span every tick (~230 us a tick on a 100k-edge graph)."""
+        dense, base = _directory(values[0]) if weights.shape[0] >= DIRECTORY_ROWS else (_NO_DIRECTORY, 0)
         if dense.shape[0]:
             table = table.copy()
             table[0, 3:] = address_table(values[:1], offsets[:1] or (weights,), dense, base)[0, 3:]

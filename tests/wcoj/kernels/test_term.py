@@ -226,6 +226,8 @@ def _build(parts: list[dict], dense: bool, spec, order):
     with pytest.MonkeyPatch.context() as mp:
         if not dense:
             mp.setattr(indexes.trie, "DENSE_SPAN", 0)
+        else:  # small tries too
+            mp.setattr(indexes.trie, "DIRECTORY_ROWS", 0)
         atoms = atoms_over(spec, [parts], order)
     for a in atoms:
         if a.terms and isinstance(a.terms[0], str):
@@ -511,7 +513,9 @@ def test_row_weights_sum_every_part(rel, dense, data):
         parts = parts + [{(i,) + (i % 5,) * (k - 1): 1 + i % 2 for i in range(64)}]
     rows = data.draw(st.lists(st.tuples(*[st.integers(-1, 70)] * k), max_size=8))  # most absent
     rows += list(total_of(parts))
-    view = atoms_over([(0, tuple(VARS[:k]))], [parts], VARS[:k])[0].extender
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(indexes.trie, "DIRECTORY_ROWS", 0)  # small tries get directories too
+        view = atoms_over([(0, tuple(VARS[:k]))], [parts], VARS[:k])[0].extender
     assert any(t.dense0.shape[0] for t in view.trie_parts()) == dense
     want = total_of(parts)
     got = view.weight(np.array(rows, dtype=np.int64).reshape(-1, k))
