@@ -35,6 +35,7 @@ graph and Datalog front ends.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -60,6 +61,8 @@ __all__ = ["Atom", "generic_join", "IncrementalGenericJoin", "choose_order", "SL
 
 I64 = npt.NDArray[np.int64]
 SLICE_ROWS = 1 << 21  # upper bound on candidate rows materialised per slice
+THREADS = min(os.cpu_count() or 1, 8)  # a large tick's delta terms run in this many shares
+PARALLEL_ROWS = 1 << 14  # ... when its terms' deltas have at least this many rows
 _NO_DIR = np.zeros(0, dtype=np.int64)
 _NO_DIR.flags.writeable = False  # the same (read-only) array type as the tries' arrays
 
@@ -732,6 +735,7 @@ class IncrementalGenericJoin:
         sources, terms = layout
         stacked: list = [None] * len(sources)  # per distinct view: (view, stacked tables, parts)
         live, tables, n_parts = [], [], []
+        rows = 0
         for i, idx in terms:
             if self.atoms[i][0].delta_is_empty():
                 continue
@@ -746,6 +750,7 @@ class IncrementalGenericJoin:
             if 0 in counts:  # an atom without rows: the term is empty
                 continue
             live.append(i)
+            rows += len(stacked[idx[i]][0])  # the term's delta
             tables.extend([stacked[j][1] for j in idx])
             n_parts.append(counts)
         if not live:
@@ -756,9 +761,10 @@ class IncrementalGenericJoin:
             programs = []
             for i, counts in zip(live, n_parts):
                 spec, plan = self._spec(term_kinds(len(self.atoms), i), tuple(self.orders[i]))
-                programs.append((plan, self.orders[i], counts, [len(cols) for _, _, cols, _ in spec]))
+                programs.append((plan, self.orders[i], counts, [len(cols) for _, _, cols, _ in spec], i))
             prog = self._programs[key] = _TermsProgram(programs, self.output)
-        status, _, keys, w = prog.run(np.concatenate(tables), SLICE_ROWS)
+        shares = THREADS if rows >= PARALLEL_ROWS else 1
+        status, keys, w = prog.run(np.concatenate(tables), SLICE_ROWS, shares)
         del stacked  # the views (and their tries) were alive while the kernel read them
         if status < 0:  # too big to hold, or an overflow: the term-by-term path streams or raises
             return None
@@ -811,16 +817,19 @@ class _TermsProgram:
     ``fixed``: the ``LAST``/``COL``/``UNIT`` columns; ``part_rows``: each part's level-0 row.
     """
 
-    __slots__ = ("at", "deep", "fixed", "part_rows", "shape", "term_levels", "term_parts", "out_cols")
+    __slots__ = ("at", "deep", "fixed", "part_rows", "shape", "term_levels", "term_parts", "out_cols",
+                 "first_part")
 
     def __init__(self, terms: list, output: list[str]):
-        """``terms``: per term ``(plan, order, n_parts per atom, arity per atom)``."""
-        at, deep, fixed, part_rows, out_cols = [], [], [], [], []
+        """``terms``: per term ``(plan, order, n_parts per atom, arity per atom, its delta
+        atom)``."""
+        at, deep, fixed, part_rows, out_cols, first_part = [], [], [], [], [], []
         shape = [[] for _ in range(8)]
         term_levels, term_parts = [0], [0]
         row0 = 0  # this term's first table row
         n_slots = n_atoms = n_bnd = n_ne = 0
-        for plan, order, n_parts, arity in terms:
+        for plan, order, n_parts, arity, delta_atom in terms:
+            first_part.append(term_parts[-1] + sum(n_parts[:delta_atom]))
             slot_part, slot_depth, slot_last, sk = _skeleton(plan, n_parts)
             part_arity = np.repeat(np.asarray(arity, dtype=np.int64), n_parts)
             first = row0 + np.concatenate([[0], np.cumsum(part_arity)[:-1]]).astype(np.int64)
@@ -847,13 +856,36 @@ class _TermsProgram:
         self.term_levels = np.array(term_levels, dtype=np.int64)
         self.term_parts = np.array(term_parts, dtype=np.int64)
         self.out_cols = np.array(out_cols, dtype=np.int64).reshape(len(terms), len(output))
+        self.first_part = np.array(first_part, dtype=np.int64)
 
-    def run(self, table, limit: int):
-        """``(status, term, keys, w)`` from ``run_terms`` over ``table``, the stacked
-        ``TrieArrays.table()`` of the terms' atoms' parts in order. The caller keeps the
-        parts alive: the kernel reads their addresses."""
-        return run_program(table, self.at, self.deep, self.fixed, self.part_rows, *self.shape,
-                           self.term_levels, self.term_parts, self.out_cols, limit)
+    def run(self, table, limit: int, shares: int = 1):
+        """``(status, keys, w)`` from ``run_terms`` over ``table``, the stacked
+        ``TrieArrays.table()`` of the terms' atoms' parts in order; with ``shares > 1``,
+        the rows in that many shares run on as many threads (the kernels release the GIL).
+        The caller keeps the parts alive: the kernel reads their addresses."""
+        args = (table, self.at, self.deep, self.fixed, self.part_rows, *self.shape,
+                self.term_levels, self.term_parts, self.out_cols, limit, self.first_part)
+        if shares <= 1:
+            status, _, keys, w = run_program(*args, 0, 1)
+            return status, keys, w
+        outs = list(_pool().map(lambda i: run_program(*args, i, shares), range(shares)))
+        bad = [o[0] for o in outs if o[0] < 0]
+        if bad:
+            return bad[0], None, None
+        return (sum(int(o[0]) for o in outs), np.concatenate([o[2] for o in outs]),
+                np.concatenate([o[3] for o in outs]))
+
+
+_POOL = None
+
+
+def _pool():
+    """The threads that run a large tick's shares (created on first use)."""
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+        _POOL = ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="wcoj-delta")
+    return _POOL
 
 
 class _Shape:

@@ -7,6 +7,7 @@ import reference_joins as ref
 from hypothesis import given
 from hypothesis import strategies as st
 
+import wcoj.generic_join as gj
 from queries.graph import Graph, as_edge_array
 from queries.patterns import conjunctive, cycle
 from wcoj.errors import InputError, WeightOverflowError
@@ -159,9 +160,18 @@ def tick_lists(snapshot_before, snapshot_after, noise, directed, flip):
     return arr(ins), arr(dels)
 
 
+@pytest.mark.parametrize("shares", [1, 3], ids=["one share", "three threads"])
 @pytest.mark.parametrize("directed", [False, True], ids=["undirected", "directed"])
 @given(ticks=st.lists(st.tuples(graphs, graphs, st.booleans()), min_size=1, max_size=4), initial=graphs)
-def test_views_equal_a_fresh_graph_after_every_tick(directed, ticks, initial):
+def test_views_equal_a_fresh_graph_after_every_tick(directed, shares, ticks, initial):
+    with pytest.MonkeyPatch.context() as mp:
+        if shares > 1:  # every tick's delta terms split into shares on threads, as large ticks are
+            mp.setattr(gj, "PARALLEL_ROWS", 1)
+            mp.setattr(gj, "THREADS", shares)
+        _views_equal_a_fresh_graph(directed, ticks, initial)
+
+
+def _views_equal_a_fresh_graph(directed, ticks, initial):
     g = Graph(directed=directed)
     g.load_edges(arr(initial))
     views = {name: g.view(name) for name in VIEWS[directed]}

@@ -474,10 +474,20 @@ def run_terms(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_up
 
 @njit(cache=True, nogil=True)
 def run_program(T, at, deep, fixed, part_rows, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
-                bnd_upper, ne_off, ne_col, term_levels, term_parts, out_cols, limit):
+                bnd_upper, ne_off, ne_col, term_levels, term_parts, out_cols, limit, first_part, share, shares):
     """``run_terms`` over the slot table ``slot_table(T, at, deep, fixed, part_rows)``: a
-    tick's delta terms in one call from their parts' stacked tables."""
+    tick's delta terms in one call from their parts' stacked tables.
+
+    With ``shares > 1``, only share ``share`` of each term's rows: the level-0 range of
+    part ``first_part[t]`` of term ``t`` (its delta atom's, whose level 0 is the term's
+    first variable) is cut into ``shares`` equal slices and slice ``share`` kept, so the
+    shares of a large tick partition its rows and can run on several threads."""
     S, lo, hi = slot_table(T, at, deep, fixed, part_rows)
+    if shares > 1:
+        for t in range(first_part.shape[0]):
+            p = first_part[t]
+            n0 = hi[p]
+            lo[p], hi[p] = n0 * share // shares, n0 * (share + 1) // shares
     return run_terms(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col,
                      term_levels, term_parts, out_cols, lo, hi, limit)
 

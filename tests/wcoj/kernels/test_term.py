@@ -591,6 +591,11 @@ def test_run_terms_gives_the_delta_of_the_oracle(name, before, change):
     assert got.to_dict() == want
     if calls:  # a row limit of 0 stops the first level that has a candidate
         (args, out), = calls
-        status, _, _, _ = gj.run_program(*args[:-1], 0)
+        status, _, _, _ = gj.run_program(*args[:16], 0, *args[17:])
         if out[0] > 0:
             assert status == TOO_BIG
+        for shares in (2, 3):  # shares of the terms' rows partition them
+            outs = [gj.run_program(*args[:-2], i, shares) for i in range(shares)]
+            keys = np.concatenate([o[2] for o in outs])
+            w = np.concatenate([o[3] for o in outs])
+            assert ZSet.from_arrays(keys, w, arity=len(output)).to_dict() == want
