@@ -35,10 +35,10 @@ graph and Datalog front ends.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 import numpy.typing as npt
 
@@ -61,7 +61,7 @@ __all__ = ["Atom", "generic_join", "IncrementalGenericJoin", "choose_order", "SL
 
 I64 = npt.NDArray[np.int64]
 SLICE_ROWS = 1 << 21  # upper bound on candidate rows materialised per slice
-THREADS = min(os.cpu_count() or 1, 8)  # a large tick's delta terms run in this many shares
+THREADS = min(numba.config.NUMBA_NUM_THREADS, 8)  # a large tick's delta terms run in this many shares
 PARALLEL_ROWS = 1 << 14  # ... when its terms' deltas have at least this many rows
 _NO_DIR = np.zeros(0, dtype=np.int64)
 _NO_DIR.flags.writeable = False  # the same (read-only) array type as the tries' arrays
