@@ -62,7 +62,7 @@ __all__ = ["Atom", "generic_join", "IncrementalGenericJoin", "choose_order", "SL
 I64 = npt.NDArray[np.int64]
 SLICE_ROWS = 1 << 21  # upper bound on candidate rows materialised per slice
 THREADS = min(numba.config.NUMBA_NUM_THREADS, 8)  # a large tick's delta terms run in this many shares
-PARALLEL_ROWS = 1 << 14  # ... when its terms' deltas have at least this many rows
+DELTA_SHARE_ROWS = 1 << 14  # ... when its terms' deltas have at least this many rows (a ~15 ms kernel)
 _NO_DIR = np.zeros(0, dtype=np.int64)
 _NO_DIR.flags.writeable = False  # the same (read-only) array type as the tries' arrays
 
@@ -763,7 +763,7 @@ class IncrementalGenericJoin:
                 spec, plan = self._spec(term_kinds(len(self.atoms), i), tuple(self.orders[i]))
                 programs.append((plan, self.orders[i], counts, [len(cols) for _, _, cols, _ in spec], i))
             prog = self._programs[key] = _TermsProgram(programs, self.output)
-        shares = THREADS if rows >= PARALLEL_ROWS else 1
+        shares = THREADS if rows >= DELTA_SHARE_ROWS else 1
         status, keys, w = prog.run(np.concatenate(tables), SLICE_ROWS, shares)
         del stacked  # the views (and their tries) were alive while the kernel read them
         if status < 0:  # too big to hold, or an overflow: the term-by-term path streams or raises

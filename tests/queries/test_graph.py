@@ -166,7 +166,7 @@ def tick_lists(snapshot_before, snapshot_after, noise, directed, flip):
 def test_views_equal_a_fresh_graph_after_every_tick(directed, shares, ticks, initial):
     with pytest.MonkeyPatch.context() as mp:
         if shares > 1:  # every tick's delta terms split into shares on threads, as large ticks are
-            mp.setattr(gj, "PARALLEL_ROWS", 1)
+            mp.setattr(gj, "DELTA_SHARE_ROWS", 1)
             mp.setattr(gj, "THREADS", shares)
         _views_equal_a_fresh_graph(directed, ticks, initial)
 
