@@ -257,7 +257,7 @@ def ticks_section(args) -> None:
         base = oriented(generate_power_law(int(m), seed=args.seed))
         g = Graph()
         g.load_edges(base)
-        view = g.view("triangle")
+        g.view("triangle")
         n_nodes = int(base.max()) + 1
         t_re, _ = timed(lambda: g.count("triangle"), 1)
         py = PythonDelta(base)

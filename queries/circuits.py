@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from queries.ast import (
-    DEFAULT_SRC, And, Blank, Const, FindAggregate, FindPull, FnCall, Not, NotJoin, Or,
+    DEFAULT_SRC, Blank, Const, FindAggregate, FindPull, FnCall, Not, NotJoin, Or,
     OrJoin, Pattern, Predicate, Query, Rule, RuleCall, Var, bound_vars, free_vars,
 )
 from queries.compile import Evaluator, Table, _bind, _branch, _take_ready, _truthy, check_stratified

@@ -18,7 +18,6 @@ Used by ``tests/wcoj``, ``tests/indexes`` and ``tests/queries``.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 
 __all__ = [

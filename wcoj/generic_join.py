@@ -43,7 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from wcoj.errors import ArityMismatchError, QueryError, UnboundVariableError, WeightOverflowError
-from wcoj.extenders import IncrementalSource, PrefixExtender, TrieArrays, descend
+from wcoj.extenders import IncrementalSource, PrefixExtender, descend
 from wcoj.kernels import weights as wk
 from wcoj.kernels.frontier import extend_frontier, extend_frontier_pair
 from wcoj.kernels.term import (COL, N, TOO_BIG, UNIT, count_tail,

@@ -202,7 +202,7 @@ def _ticks(path: str):
     from pathlib import Path
 
     from queries.spark.loaders import replay_ticks
-    from queries.spark.textio import consolidate_changes, read_changes
+    from queries.spark.textio import read_changes
 
     if Path(path).is_dir():
         return replay_ticks(path)

@@ -35,7 +35,6 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -1,7 +1,6 @@
 """Views equal q after every transaction, for random streams of adds, retracts and
 cardinality-one replacements (hypothesis), and equal a plain-Python oracle of the snapshot."""
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

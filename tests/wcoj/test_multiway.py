@@ -1,6 +1,5 @@
 """MultiwayJoin in a circuit: integrating its output equals the join of the integrated inputs."""
 
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st

@@ -31,7 +31,7 @@ import numpy as np
 
 from wcoj.circuit import Context, Operator, Schema, Stream
 from wcoj.errors import CircuitError, WeightOverflowError
-from wcoj.operators.traces import _idle, _soonest, epoch_keys, integrate_trace, lattice_delta, next_iteration
+from wcoj.operators.traces import _idle, epoch_keys, integrate_trace, lattice_delta, next_iteration
 from wcoj.time import Time
 from wcoj.trace import Trace, align_weights
 from wcoj.zset import ZSet
