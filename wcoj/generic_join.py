@@ -861,8 +861,9 @@ class _TermsProgram:
     def run(self, table, limit: int, shares: int = 1):
         """``(status, keys, w)`` from ``run_terms`` over ``table``, the stacked
         ``TrieArrays.table()`` of the terms' atoms' parts in order; with ``shares > 1``,
-        the rows in that many shares run on as many threads (the kernels release the GIL).
-        The caller keeps the parts alive: the kernel reads their addresses."""
+        the rows in that many shares run on as many threads (the kernels release the GIL),
+        each holding up to ``limit`` rows per level. The caller keeps the parts alive: the
+        kernel reads their addresses."""
         args = (table, self.at, self.deep, self.fixed, self.part_rows, *self.shape,
                 self.term_levels, self.term_parts, self.out_cols, limit, self.first_part)
         if shares <= 1:
