@@ -34,6 +34,7 @@ __all__ = [
     "count_last_level",
     "find_in_ranges",
     "count_last_level_parallel",
+    "spread_chunks",
     "count_pair",
     "count_pair_parallel",
     "narrow_ranges",
@@ -261,6 +262,24 @@ def find_in_ranges(vals, lo, hi, x, out):
         out[i] = left if left < hi[i] and vals[left] == x[i] else -1
 
 
+@njit(cache=True, nogil=True)
+def spread_chunks(n):
+    """The order in which a ``prange`` loop over ``n`` chunks of rows takes them: chunk
+    ``spread_chunks(n)[i]`` at iteration ``i``. ``prange`` gives each thread one
+    contiguous block of iterations; when ``n`` is a power of two (at least 8), a
+    multiplication by an odd number modulo ``n`` spreads each block over all the rows.
+    Rows follow id order, and real graphs often number their hubs first: with contiguous
+    blocks one thread did most of a count (Slashdot, Twitter: 2 threads no faster than 1).
+
+    >>> spread_chunks(8).tolist()
+    [0, 3, 6, 1, 4, 7, 2, 5]
+    """
+    order = np.arange(n)
+    if n >= 8 and n & (n - 1) == 0:
+        order = (order * ((n * 27 // 64) | 1)) % n
+    return order
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def count_last_level_parallel(vals, lo, hi, atom_start, part_weights, row_weights, out_sums):
     """``count_last_level`` with the rows split into chunks counted on all cores.
@@ -271,7 +290,9 @@ def count_last_level_parallel(vals, lo, hi, atom_start, part_weights, row_weight
     n_rows = lo.shape[0]
     n_chunks = min(n_rows, 256)
     bad = np.full(n_chunks, -1, dtype=np.int64)
-    for c in prange(n_chunks):
+    chunk = spread_chunks(n_chunks)
+    for i in prange(n_chunks):
+        c = chunk[i]
         r0 = c * n_rows // n_chunks
         r1 = (c + 1) * n_rows // n_chunks
         b = count_last_level(vals, lo[r0:r1], hi[r0:r1], atom_start, part_weights,
@@ -340,7 +361,9 @@ def count_pair_parallel(va, lo_a, hi_a, wa, vb, lo_b, hi_b, wb, row_weights, out
     n_rows = lo_a.shape[0]
     n_chunks = min(n_rows, 256)
     bad = np.full(n_chunks, -1, dtype=np.int64)
-    for c in prange(n_chunks):
+    chunk = spread_chunks(n_chunks)
+    for i in prange(n_chunks):
+        c = chunk[i]
         r0 = c * n_rows // n_chunks
         r1 = (c + 1) * n_rows // n_chunks
         bad[c] = _count_pair_rows(va, lo_a, hi_a, wa, vb, lo_b, hi_b, wb, row_weights,

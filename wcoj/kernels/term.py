@@ -42,6 +42,7 @@ from numba import config, njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .intersect import spread_chunks
 from .weights import _add_overflows, _mul_overflows
 
 __all__ = ["address_table", "run_levels", "run_terms", "run_program", "slot_table", "count_tail", "count_tail_parallel",
@@ -697,12 +698,15 @@ def count_tail(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
 @njit(cache=True, nogil=True, parallel=True)
 def count_tail_parallel(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
                         ne_off, ne_col, bound, w, LO, HI, mark_slot, mark_lo, mark_size):
-    """``count_tail`` over chunks of rows on all cores (for whole-graph counts)."""
+    """``count_tail`` over chunks of rows on all cores (for whole-graph counts), taken
+    in the order of ``intersect.spread_chunks`` so that every thread gets hub rows."""
     n = bound.shape[0]
     n_chunks = min(n, 64)
     bad = np.full(n_chunks, -1, dtype=np.int64)
     sums = np.zeros(n_chunks, dtype=np.int64)
-    for c in prange(n_chunks):
+    chunk = spread_chunks(n_chunks)
+    for i in prange(n_chunks):
+        c = chunk[i]
         r0 = c * n // n_chunks
         r1 = (c + 1) * n // n_chunks
         b, s = _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
