@@ -26,8 +26,8 @@ import numpy.typing as npt
 from wcoj.errors import ArityMismatchError, WeightOverflowError
 from wcoj.extenders import TrieArrays, descend
 from wcoj.kernels.intersect import find_in_ranges
-from wcoj.kernels.rowops import (SMALL_ROWS, merge_tries_flat, merge_tries_into, row_weights_lockstep, trie_of_rows_into,
-                                 trie_of_rows_plus)
+from wcoj.kernels.rowops import (SMALL_ROWS, merge_tries_flat, merge_tries_into, row_weights_lockstep,
+                                 trie_of_rows_flat, trie_of_rows_plus)
 from wcoj.rows import row_order
 from wcoj.kernels.term import address_table, row_weights
 from wcoj.zset import ZSet
@@ -62,6 +62,12 @@ def _directory(level0: I64) -> tuple[I64, int]:
     dense[level0 - base] = np.arange(n, dtype=np.int64)
     dense.flags.writeable = False
     return dense, base
+
+
+def _flat_size(n: int, r: int) -> int:
+    """Length of the flat buffer of an ``r``-level trie with room ``n`` per level
+    (``rowops.trie_of_rows_flat``): values, offsets (one dummy row when ``r = 1``), weights."""
+    return r * n + max(r - 1, 1) * (n + 1) + n
 
 
 def _build_args(keys, weights, presorted: bool, columns):
@@ -135,12 +141,8 @@ class Trie:
         """
         keys, columns, weights, order, sort = _build_args(keys, weights, presorted, columns)
         n, r = keys.shape
-        # one buffer: values of every level, offsets (a dummy row when r = 1), weights
-        n_off = max(r - 1, 1) * (n + 1)
-        buf = np.empty(r * n + n_off + n, dtype=np.int64)
-        table = np.empty((r, 6), dtype=np.int64)
-        trie_of_rows_into(keys, columns, weights, order, sort, buf[:r * n].reshape(r, n),
-                          buf[r * n:r * n + n_off].reshape(-1, n + 1), buf[r * n + n_off:], table)
+        buf, table = np.empty(_flat_size(n, r), dtype=np.int64), np.empty((r, 6), dtype=np.int64)
+        trie_of_rows_flat(keys, columns, weights, order, sort, buf, table)
         return cls._of_buffer(buf, table, n, r)
 
     def plus_rows(self, keys: I64, weights: I64, presorted: bool = False, columns=None) -> tuple[Trie, Trie]:
@@ -159,8 +161,7 @@ class Trie:
             t = Trie.from_rows(keys, weights, presorted, columns)
             return t, self.plus(t)
         keys, columns, weights, order, sort = _build_args(keys, weights, presorted, columns)
-        size = lambda m: r * m + max(r - 1, 1) * (m + 1) + m  # noqa: E731
-        buf, buf2 = np.empty(size(n), dtype=np.int64), np.empty(size(n2), dtype=np.int64)
+        buf, buf2 = np.empty(_flat_size(n, r), dtype=np.int64), np.empty(_flat_size(n2, r), dtype=np.int64)
         table, table2 = np.empty((r, 6), dtype=np.int64), np.empty((r, 6), dtype=np.int64)
         bad_row = np.empty(r, dtype=np.int64)
         bad = trie_of_rows_plus(keys, columns, weights, order, sort, buf, table,
@@ -172,11 +173,11 @@ class Trie:
 
     @classmethod
     def _of_buffer(cls, buf: I64, table: I64, n: int, r: int) -> Trie:
-        """The trie a kernel wrote into ``buf`` in ``trie_of_rows_into``'s layout (room
+        """The trie a kernel wrote into ``buf`` in ``trie_of_rows_flat``'s layout (room
         ``n`` per level), its table in ``table``."""
         buf.flags.writeable = False
         c = table[:, 1].tolist()
-        at = r * n + max(r - 1, 1) * (n + 1)
+        at = _flat_size(n, r) - n
         values = tuple([buf[j * n:j * n + c[j]] for j in range(r)])
         offsets = tuple([buf[r * n + j * (n + 1):r * n + j * (n + 1) + c[j] + 1] for j in range(r - 1)])
         weights = buf[at:at + c[r - 1]]
@@ -207,35 +208,26 @@ class Trie:
             return other
         r = self.arity
         n = self.n_rows + other.n_rows
-        if n <= PIN_ROWS:  # room n per level: over-allocated, and fewer Python steps
-            buf = np.empty(r * n + max(r - 1, 1) * (n + 1) + n, dtype=np.int64)
+        if n <= PIN_ROWS:  # room n per level: over-allocated, and few Python steps
+            buf = np.empty(_flat_size(n, r), dtype=np.int64)
             table, bad_row = np.empty((r, 6), dtype=np.int64), np.empty(r, dtype=np.int64)
             if merge_tries_flat(self.arrays.table(), other.arrays.table(), n, buf, bad_row, table) >= 0:
                 self._overflow(other, bad_row)
             return Trie._of_buffer(buf, table, n, r)
+        # a large merge: exact room per level (it is kept long), separate arrays
         room = [a.shape[0] + b.shape[0] for a, b in zip(self.values, other.values)]
-        vstart = [0]
-        for x in room:
-            vstart.append(vstart[-1] + x)
-        n_off = vstart[r - 1] + r - 1
-        # one buffer: values of every level, offsets, weights
-        at = vstart[r] + n_off
-        buf = np.empty(at + room[r - 1], dtype=np.int64)
-        small = np.empty(10 * r + 1, dtype=np.int64)  # the kernel's small arrays
-        ostart_l = [v + j for j, v in enumerate(vstart[:r])]
-        small[:2 * r + 1] = vstart + ostart_l
-        starts, ostart = small[:r + 1], small[r + 1:2 * r + 1]
-        counts, bad_row = small[2 * r + 1:3 * r + 1], small[3 * r + 1:4 * r + 1]
-        table = small[4 * r + 1:4 * r + 1 + 6 * r].reshape(r, 6)
-        if merge_tries_into(self.arrays.table(), other.arrays.table(), buf[:vstart[r]],
-                            buf[vstart[r]:at], starts, ostart, buf[at:], counts, bad_row, table) >= 0:
+        vstart = np.concatenate([[0], np.cumsum(room)]).astype(np.int64)
+        ostart = vstart[:r] + np.arange(r, dtype=np.int64)
+        values = np.empty(int(vstart[r]), dtype=np.int64)
+        offsets = np.empty(int(vstart[r - 1]) + r - 1, dtype=np.int64)
+        weights = np.empty(room[r - 1], dtype=np.int64)
+        counts, bad_row = np.empty(r, dtype=np.int64), np.empty(r, dtype=np.int64)
+        if merge_tries_into(self.arrays.table(), other.arrays.table(), values, offsets, vstart, ostart,
+                            weights, counts, bad_row, np.empty((r, 6), dtype=np.int64)) >= 0:
             self._overflow(other, bad_row)
-        buf.flags.writeable = False
         c = counts.tolist()
-        o = [vstart[r] + x for x in ostart_l]
-        return Trie._built(tuple([buf[vstart[j]:vstart[j] + c[j]] for j in range(r)]),
-                           tuple([buf[o[j]:o[j] + c[j] + 1] for j in range(r - 1)]),
-                           buf[at:at + c[r - 1]], table, r)
+        return Trie([values[vstart[j]:vstart[j] + c[j]] for j in range(r)],
+                    [offsets[ostart[j]:ostart[j] + c[j] + 1] for j in range(r - 1)], weights[:c[r - 1]], r)
 
     def _overflow(self, other: Trie, bad_row: I64) -> None:
         row = tuple(bad_row.tolist())

@@ -4,9 +4,10 @@
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import indexes.trie as trie_mod
 from indexes.trie import Trie, TrieView
 from wcoj.errors import ArityMismatchError, WeightOverflowError
 from wcoj.extenders import PrefixExtender
@@ -169,8 +170,18 @@ def test_arity_errors():
         TrieView([Trie.empty(2)], 3)
 
 
+@pytest.fixture(params=["flat", "exact"])
+def merge_layout(request, monkeypatch):
+    """Trie.plus writes small sums into a flat buffer and large ones (over PIN_ROWS rows)
+    with exact room per level: PIN_ROWS = 0 sends every merge down the second path."""
+    if request.param == "exact":
+        monkeypatch.setattr(trie_mod, "PIN_ROWS", 0)
+    return request.param
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])  # the fixture only patches a constant
 @given(st.integers(1, 3).flatmap(lambda k: st.tuples(st.just(k), zsets(k), zsets(k))))
-def test_plus_of_two_tries_is_the_trie_of_the_sum(arg):
+def test_plus_of_two_tries_is_the_trie_of_the_sum(merge_layout, arg):
     arity, a, b = arg
     got = _trie(a, arity).plus(_trie(b, arity))
     want = _trie((ZSet.from_dict(a, arity=arity) + ZSet.from_dict(b, arity=arity)).to_dict(), arity)
@@ -180,7 +191,7 @@ def test_plus_of_two_tries_is_the_trie_of_the_sum(arg):
     assert got.to_zset().to_dict() == want.to_zset().to_dict()
 
 
-def test_plus_errors():
+def test_plus_errors(merge_layout):
     big = _trie({(1, 2): 2**63 - 1}, 2)
     with pytest.raises(WeightOverflowError, match=r"row \(1, 2\).*9223372036854775807 \+ 1"):
         big.plus(_trie({(1, 2): 1}, 2))

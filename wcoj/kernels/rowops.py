@@ -18,7 +18,10 @@ do the same work in one call each, comparing rows column by column:
 * ``row_weights_lockstep``: the weights of many rows summed over several tries, searched
   level by level for all rows at once (a tick's presence lookups);
 * ``merge_tries_into``: the sum of two tries, written level by level as a new trie (the
-  merge of a log-structured index's runs: no rows are expanded, no Z-set rebuilt).
+  merge of a log-structured index's runs: no rows are expanded, no Z-set rebuilt);
+* ``trie_of_rows_flat``, ``merge_tries_flat``, ``trie_of_rows_plus``: the same into one
+  flat buffer with room ``n`` per level (a tick's tries), and a tick's change built and
+  merged into an index's last run in one call.
 
 Weights use the checked arithmetic of ``weights``; kernels return the first offending
 row (or -1) and the wrappers raise, as everywhere else.
@@ -30,7 +33,7 @@ from numba import njit
 from .term import _bsearch, _load, row_weights
 from .weights import _add_overflows
 
-__all__ = ["sort_small_into", "merge_rows_into", "trie_of_rows_into",
+__all__ = ["sort_small_into", "merge_rows_into", "trie_of_rows_into", "trie_of_rows_flat",
            "merge_tries_into", "merge_tries_flat", "trie_of_rows_plus", "first_outside", "edge_delta_into",
            "pack_edge_ops", "last_edge_ops_into", "row_weights_lockstep", "SMALL_ROWS"]
 
@@ -180,6 +183,18 @@ def trie_of_rows_into(keys, cols, weights, order, sort, values, offsets, out_w, 
         table[j, 2] = offsets[j].ctypes.data if j < r - 1 else out_w.ctypes.data
         table[j, 3] = table[j, 4] = table[j, 5] = 0
 
+
+@njit(cache=True, nogil=True)
+def trie_of_rows_flat(keys, cols, weights, order, sort, buf, table):
+    """``trie_of_rows_into`` into one flat buffer (``int64[r * n + max(r - 1, 1) * (n + 1)
+    + n]``): level ``j``'s values at ``j * n``, its offsets at ``r * n + j * (n + 1)``, the
+    weights at ``r * n + max(r - 1, 1) * (n + 1)``."""
+    n, r = keys.shape
+    n_off = max(r - 1, 1) * (n + 1)
+    trie_of_rows_into(keys, cols, weights, order, sort, buf[:r * n].reshape(r, n),
+                      buf[r * n:r * n + n_off].reshape(max(r - 1, 1), n + 1), buf[r * n + n_off:], table)
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _climb(T, pos, row, leaf):
     """The leaf cursor of a trie (table ``T``) moved to ``leaf``, the first child of a new
@@ -294,8 +309,8 @@ def merge_tries_into(TA, TB, values, offsets, vstart, ostart, out_w, counts, bad
     that room plus one at ``ostart[j]`` for ``j < r - 1``, and ``out_w`` and ``counts``
     (``int64[r]``). On return level ``j`` holds ``counts[j]`` values and
     ``counts[j] + 1`` offsets, and ``table`` (``int64[r, 6]``) the new trie's
-    ``TrieArrays.table()`` (no directory). Returns -1, or 0 when the weights of a row present in both
-    do not add up in int64; that row is then in ``bad_row`` (``int64[r]``).
+    ``TrieArrays.table()`` (no directory). Returns -1, or 0 when the weights of a row
+    present in both do not add up in int64; that row is then in ``bad_row`` (``int64[r]``).
     """
     L = TA.shape[0] - 1  # the leaf level; levels 0..L-1 form a row's prefix
     na, nb = TA[L, 1], TB[L, 1]
@@ -400,11 +415,9 @@ def first_outside(a, lo, hi):
 
 @njit(cache=True, nogil=True)
 def merge_tries_flat(TA, TB, n, buf, bad_row, table):
-    """``merge_tries_into`` with the layout of ``trie_of_rows_into``: in ``buf``
-    (``int64[r * n + max(r - 1, 1) * (n + 1) + n]``, ``n`` at least the rows of both
-    tries) level ``j``'s values at ``j * n``, its offsets at ``r * n + j * (n + 1)``, the
-    weights at ``r * n + max(r - 1, 1) * (n + 1)``. Room for every level is ``n``, which
-    over-allocates the levels above the leaves: for the small merges of a tick."""
+    """``merge_tries_into`` into the flat layout of ``trie_of_rows_flat`` (``n`` at least
+    the rows of both tries). Room for every level is ``n``, which over-allocates the
+    levels above the leaves: for the small merges of a tick."""
     r = TA.shape[0]
     n_off = max(r - 1, 1) * (n + 1)
     vstart = np.arange(r + 1) * n
@@ -416,14 +429,11 @@ def merge_tries_flat(TA, TB, n, buf, bad_row, table):
 
 @njit(cache=True, nogil=True)
 def trie_of_rows_plus(keys, cols, weights, order, sort, buf, table, TA, n2, buf2, bad_row, table2):
-    """``trie_of_rows_into`` into ``buf`` (its flat layout, see ``merge_tries_flat``),
-    then that trie merged into the trie with table ``TA`` by ``merge_tries_flat`` into
-    ``buf2`` (``n2`` rows of room): a tick's change staged and merged into an index's last
-    run in one call. Returns what ``merge_tries_flat`` returns."""
-    n, r = keys.shape
-    n_off = max(r - 1, 1) * (n + 1)
-    trie_of_rows_into(keys, cols, weights, order, sort, buf[:r * n].reshape(r, n),
-                      buf[r * n:r * n + n_off].reshape(max(r - 1, 1), n + 1), buf[r * n + n_off:], table)
+    """``trie_of_rows_flat`` into ``buf``, then that trie merged into the trie with table
+    ``TA`` by ``merge_tries_flat`` into ``buf2`` (``n2`` rows of room): a tick's change
+    staged and merged into an index's last run in one call. Returns what
+    ``merge_tries_flat`` returns."""
+    trie_of_rows_flat(keys, cols, weights, order, sort, buf, table)
     return merge_tries_flat(TA, table, n2, buf2, bad_row, table2)
 
 
