@@ -298,14 +298,11 @@ def _weight(wt, S, s0, ab, a0, n_atoms, hits):
 def _prefetch_ranges(S, s0, s1, LO, HI, r):
     """Prefetch the first values of row ``r``'s ranges at the level owning slots
     ``s0:s1`` (not whole levels: those are looked up, not walked)."""
-    probe = -1  # a value this row will look up in the level-0 directories: the first
-    for s in range(s0, s1):  # value of a range that is not a whole level
+    for s in range(s0, s1):
         c = S[s, COL]
         a, b = LO[r, c], HI[r, c]
         if b > a and (a > 0 or b < S[s, N]):
             _prefetch(S[s, V] + 8 * a)
-            if probe < 0:
-                probe = s
 
 
 @njit(cache=True, nogil=True)
