@@ -64,6 +64,7 @@ class IncrementalIndex:
                                      f"{columns} is not a permutation of {arity} columns")
         self.arity, self.columns = arity, tuple(columns)
         self._cols = np.array(self.columns, dtype=np.int64)
+        self._natural = self.columns == tuple(range(arity))
         self.runs: list[Trie] = []
         self.staged: Trie | None = None
         self.tail: Trie | None = None  # the last run plus the staged change, when commit will merge them
@@ -75,7 +76,7 @@ class IncrementalIndex:
 
     def _trie(self, z: ZSet) -> Trie:
         """``z`` (natural column order, consolidated) as a trie in this index's order."""
-        if self.columns == tuple(range(self.arity)):
+        if self._natural:
             return Trie.from_zset(z)
         return Trie.from_rows(z.keys, z.weights, columns=self._cols)  # unique rows, re-sorted
 
@@ -97,9 +98,8 @@ class IncrementalIndex:
         if not len(delta):
             return
         if self.runs and self._merges(len(self.runs[-1]), len(delta)):
-            natural = self.columns == tuple(range(self.arity))
-            self.staged, self.tail = self.runs[-1].plus_rows(delta.keys, delta.weights, presorted=natural,
-                                                             columns=None if natural else self._cols)
+            self.staged, self.tail = self.runs[-1].plus_rows(delta.keys, delta.weights, presorted=self._natural,
+                                                             columns=None if self._natural else self._cols)
         else:
             self.staged = self._trie(delta)
 
