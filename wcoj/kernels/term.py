@@ -52,6 +52,7 @@ TOO_BIG = -(1 << 62)  # status: a level's frontier would exceed the row limit
 SLOT_FIELDS = 9
 V, N, O, D, DN, B, LAST, COL, UNIT = range(SLOT_FIELDS)
 AHEAD = 8  # rows of a frontier whose ranges are prefetched ahead of the one being extended
+PROBE_AHEAD = 8  # values between the prefetch stages of _probe_row
 GALLOP_RATIO = 32  # a two-part count gallops through the longer side past this size ratio
 
 if config.DISABLE_JIT:  # the pure-Python twin reads the same memory through ctypes
@@ -556,6 +557,64 @@ def _count_last(l, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, b
 
 
 @njit(cache=True, nogil=True)
+def _probe_row(S, sp, pl, ph, sd, sg, sf, fl, fh, mark, mark_lo, mark_size, b0, b1, bnd_col, bnd_upper,
+               bound, r, L):
+    """One row's count over its last two levels when they have a triangle's shape: each
+    value ``x`` the proposing slot ``sp`` holds in ``[pl, ph)`` is looked up in the
+    level-0 directory of slot ``sd``, whose children (slot ``sg``, narrowed by the
+    ``<`` bounds ``b0:b1``; column ``L`` is ``x``) are probed against the byte map of the
+    fixed slot ``sf``'s range ``[fl, fh)``. Returns ``(ok, count)``.
+
+    The loop is ``_count_tail_rows``' general one with nothing between the lookups, and
+    the directory entry, the offsets and the first children of the values ahead are
+    prefetched in three stages: on a large graph every lookup misses the cache, and
+    this lets the misses of several values overlap instead of queueing one by one.
+    """
+    va, d, dn, base, off, ga = S[sp, V], S[sd, D], S[sd, DN], S[sd, B], S[sd, O], S[sg, V]
+    acc = np.int64(0)
+    for i in range(pl, ph):
+        if i + 3 * PROBE_AHEAD < ph:
+            k = _load(va, i + 3 * PROBE_AHEAD) - base
+            if 0 <= k < dn:
+                _prefetch(d + 8 * k)
+        if i + 2 * PROBE_AHEAD < ph:
+            k = _load(va, i + 2 * PROBE_AHEAD) - base
+            if 0 <= k < dn:
+                p = _load(d, k)
+                if p >= 0:
+                    _prefetch(off + 8 * p)
+        if i + PROBE_AHEAD < ph:
+            k = _load(va, i + PROBE_AHEAD) - base
+            if 0 <= k < dn:
+                p = _load(d, k)
+                if p >= 0:
+                    _prefetch(ga + 8 * _load(off, p))
+        x = _load(va, i)
+        k = x - base
+        if k < 0 or k >= dn:
+            continue
+        p = _load(d, k)
+        if p < 0:
+            continue
+        gl, gh = _load(off, p), _load(off, p + 1)
+        for b in range(b0, b1):
+            c = bnd_col[b]
+            gl, gh = _narrow(ga, gl, gh, x if c == L else bound[r, c], bnd_upper[b] != 0)
+        if gh - gl > 8 * (fh - fl) + 16:  # a long list against a short one
+            ok, s = _count_two(S, sf, fl, fh, sg, gl, gh)
+            if not ok:
+                return False, acc
+        else:
+            s = np.int64(0)
+            for j in range(gl, gh):
+                v = _load(ga, j) - mark_lo
+                if 0 <= v < mark_size:
+                    s += mark[v]
+        acc += s
+    return True, acc
+
+
+@njit(cache=True, nogil=True)
 def _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
                      ne_off, ne_col, bound, w, LO, HI, mark_slot, mark_lo, mark_size, r0, r1):
     """Weighted count of the completions of rows ``r0:r1`` over the last one or two levels.
@@ -607,6 +666,18 @@ def _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
     jf = mark_slot - t0            # the fixed slot's and the probing slot's local index
     jg = 1 - jf
     g_slot = t0 + jg
+    # the shape of a triangle's last two levels (see _probe_row): level l has two atoms
+    # of one part each, one with a level-0 directory whose part is the probing side
+    fast = use_mark and s1 - s0 == 2 and n_atoms == 2 and ne_off[l] == ne_off[l + 1]
+    jd = 0
+    if fast:
+        fast = False
+        for jd in range(2):
+            sd, sp = s0 + jd, s0 + 1 - jd
+            if (S[sd, DN] > 0 and S[sd, LAST] == 0 and S[sd, COL] == S[g_slot, COL]
+                    and (S[sp, LAST] == 0 or S[sp, UNIT] != 0)):
+                fast = True
+                break
     for r in range(r0, r1):
         best, _ = _candidates(l, r, S, level_slots, atom_bounds, a0, n_atoms, bnd_off, bnd_col, bnd_upper,
                               LO, HI, bound, lo, hi)
@@ -616,6 +687,16 @@ def _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
             fa, fl, fh = S[mark_slot, V], LO[r, S[mark_slot, COL]], HI[r, S[mark_slot, COL]]
             for i in range(fl, fh):
                 mark[_load(fa, i) - mark_lo] = 1
+        if fast and best == 1 - jd and lo[jd] == 0 and hi[jd] == S[s0 + jd, N]:
+            ok2, acc = _probe_row(S, s0 + 1 - jd, lo[1 - jd], hi[1 - jd], s0 + jd, g_slot, mark_slot, fl, fh,
+                                  mark, mark_lo, mark_size, bnd_off[l + 1], bnd_off[l + 2], bnd_col,
+                                  bnd_upper, bound, r, L)
+            for i in range(fl, fh):
+                mark[_load(fa, i) - mark_lo] = 0
+            if not ok2 or _mul_overflows(acc, w[r]) or _add_overflows(total, acc * w[r]):
+                return r, np.int64(0)
+            total += acc * w[r]
+            continue
         for j in range(s1 - s0):
             cur[j] = lo[j]
         for c in range(L):

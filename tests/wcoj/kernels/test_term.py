@@ -25,7 +25,7 @@ from indexes.trie import Trie, TrieView
 from tests.wcoj.test_generic_join import nodes, weights
 from wcoj.errors import WeightOverflowError
 from wcoj.generic_join import Atom, generic_join
-from wcoj.kernels.term import COL, TOO_BIG, UNIT, count_tail, count_tail_parallel, run_levels
+from wcoj.kernels.term import COL, DN, TOO_BIG, UNIT, count_tail, count_tail_parallel, run_levels
 from wcoj.zset import ZSet
 
 NO_LIMIT = 1 << 40
@@ -343,6 +343,59 @@ def test_triangle_counts_around_a_hub(weighted, tail_rows, order, filters):
     assert count == sum(want.values())
     assert generic_join(atoms, order, fused=True, filters=filters).to_dict() == want
     check_kernels(levels[0][0], 3, want)
+
+
+def directory_graph(seed: int, shape: str) -> list[tuple[int, int]]:
+    """Oriented edges ``u < v`` over 150 nodes: random, or a 20-clique plus a star whose
+    hub sits in the middle of the ids (the benchmark's skewed shape, small)."""
+    rng = np.random.default_rng(seed)
+    if shape == "random":
+        e = rng.integers(0, 150, (700, 2))
+    else:
+        clique = [(u, v) for u in range(20) for v in range(u + 1, 20)]
+        star = [(75, v) for v in range(150) if v != 75]
+        e = np.array(clique + star + rng.integers(0, 150, (60, 2)).tolist())
+    return sorted({(int(min(u, v)), int(max(u, v))) for u, v in e if u != v})
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("shape", ["random", "clique+star"])
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("filters", [[], [("<", "b", "c")]])
+def test_triangle_count_through_the_directory_probe(seed, shape, split, filters):
+    """Tries with a level-0 directory (forced at this size) take ``_probe_row``, the
+    prefetching loop of a triangle's last two levels, when each atom is one part; split
+    into a base run and a tick's change (some rows deleted) they take the general loop
+    (two parts at the last level: no byte map).
+    Both equal a count by neighbour sets, with and without the byte map."""
+    edges = directory_graph(seed, shape)
+    out: dict = {}
+    for u, v in edges:
+        out.setdefault(u, set()).add(v)
+    want = sum(len(out.get(a, set()) & out.get(b, set())) for a, b in edges)
+    parts = [dict.fromkeys(edges, 1)]
+    if split:  # the last 40 edges arrive in a tick that also deletes 10 earlier ones
+        parts = [dict.fromkeys(edges[:-40], 1), {**dict.fromkeys(edges[-40:], 1), **dict.fromkeys(edges[:10], -1)}]
+        for a, b in edges[:10]:
+            out[a].discard(b)
+        want = sum(len(out.get(a, set()) & out.get(b, set())) for a, b in edges[10:])
+    tri = [(0, ("a", "b")), (0, ("b", "c")), (0, ("a", "c"))]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(indexes.trie, "DIRECTORY_ROWS", 0)  # small kernel-built tries get one too
+        atoms = atoms_over(tri, [parts], ["a", "b", "c"])
+        mp.setattr(gj, "PARALLEL_TAIL_ROWS", 0)
+        with spying("count_tail_parallel") as calls, spying("run_levels") as levels:
+            assert generic_join(atoms, ["a", "b", "c"], fused=True, filters=filters, count_only=True) == want
+    args = calls[0][0]
+    S, level_slots, mark = args[0], args[1], args[-3:]
+    level_b = range(int(level_slots[1]), int(level_slots[2]))
+    assert len(level_b) == (4 if split else 2)            # one part per atom, or two
+    if not split:
+        assert mark[0] >= 0                               # the byte map was used
+        assert any(S[s, DN] > 0 for s in level_b)         # and the directory is there to probe
+    bad, got = count_tail(*args[:-3], *NO_MARK)            # the general loop, no byte map
+    assert (int(bad), int(got)) == (-1, want)
+    assert levels
 
 
 def test_byte_map_count_of_a_variable_only_one_two_part_atom_has():
