@@ -57,7 +57,7 @@ class TrieArrays:
     arrays, whose per-access cost in Numba grows with its length.
     """
 
-    __slots__ = ("values", "offsets", "weights", "dense0", "base0", "_table", "_stats")
+    __slots__ = ("values", "offsets", "weights", "dense0", "base0", "bits0", "_table", "_stats")
 
     def __init__(self, values, offsets, weights, dense0=None, base0: int = 0):
         self.values = tuple(_frozen(v) for v in values)
@@ -65,20 +65,23 @@ class TrieArrays:
         self.weights = _frozen(weights)
         self.dense0 = _frozen(dense0 if dense0 is not None else np.zeros(0, dtype=np.int64))
         self.base0 = int(base0)
+        self.bits0 = _EMPTY
         self._table = None
         self._stats = None
 
     @classmethod
     def trusted(cls, values: tuple, offsets: tuple, weights: I64, table: I64,
-                dense0: I64 | None = None, base0: int = 0) -> TrieArrays:
+                dense0: I64 | None = None, base0: int = 0, bits0: I64 | None = None) -> TrieArrays:
         """Wrap arrays a kernel just wrote, skipping the checks of the constructor: every
         array must already be read-only C-contiguous int64, ``values``/``offsets`` tuples,
         and ``table`` their ``table()`` (the build kernels fill it). A tick makes four
-        tries; the checks and the address lookups were most of their cost."""
+        tries; the checks and the address lookups were most of their cost. ``bits0``: the
+        words of a level-0 bit set ``table`` points at (``kernels.term.level0_bits``)."""
         a = cls.__new__(cls)
         a.values, a.offsets, a.weights = values, offsets, weights
         a.dense0 = _EMPTY if dense0 is None else dense0
         a.base0, a._table, a._stats = base0, table, None
+        a.bits0 = _EMPTY if bits0 is None else bits0
         return a
 
     def __repr__(self) -> str:
@@ -87,7 +90,9 @@ class TrieArrays:
     def table(self) -> I64:
         """``int64[arity, 6]``: per level ``j`` the address and length of ``values[j]``, the
         address of ``offsets[j]`` (of ``weights`` at the last level), and for level 0 the
-        address, length and base of ``dense0`` (zeros elsewhere). Valid while ``self`` lives."""
+        address, length and base of ``dense0`` (zeros elsewhere; for a kernel-built trie
+        with ``bits0``, its address, minus its number of bits, and the base). Valid while
+        ``self`` lives."""
         if self._table is None:
             from wcoj.kernels.term import address_table
             self._table = address_table(self.values, self.offsets + (self.weights,), self.dense0, self.base0)

@@ -13,7 +13,8 @@ A join is described by *slots*: one per (level, participating part), rows of the
 column for that level (``S[s, V]``, ``S[s, N]``), the address of its offsets into the next
 column or, at the atom's last column, of its leaf weights (``S[s, O]``), the part's level-0
 directory when the column is the part's first (address, length and base: ``S[s, D]``,
-``S[s, DN]``, ``S[s, B]``; length 0 otherwise), whether the column is the atom's last
+``S[s, DN]``, ``S[s, B]``; length 0 otherwise, and a negative length ``-bits`` for a bit
+set of the level's values instead, see ``level0_bits``), whether the column is the atom's last
 (``S[s, LAST]``), the part's column in the frontier's range arrays (``S[s, COL]``), and
 whether every leaf weight of the part is 1 (``S[s, UNIT]``).
 The arrays are read through their addresses (``TrieArrays.table``): a Numba tuple of arrays
@@ -45,7 +46,7 @@ from numba.extending import intrinsic
 from .intersect import spread_chunks
 from .weights import _add_overflows, _mul_overflows
 
-__all__ = ["address_table", "run_levels", "run_terms", "run_program", "slot_table", "count_tail", "count_tail_parallel",
+__all__ = ["address_table", "level0_bits", "run_levels", "run_terms", "run_program", "slot_table", "count_tail", "count_tail_parallel",
            "TOO_BIG", "SLOT_FIELDS"]
 
 TOO_BIG = -(1 << 62)  # status: a level's frontier would exceed the row limit
@@ -102,6 +103,34 @@ def address_table(values, nexts, dense0, base0):
         t[0, 4] = dense0.shape[0]
         t[0, 5] = base0
     return t
+
+
+@njit(cache=True, nogil=True)
+def level0_bits(values0, table):
+    """A bit set of the sorted level-0 values ``values0`` (bit ``x - values0[0]``, in
+    ``int64`` words), recorded in row 0 of the trie's ``table`` as its directory with a
+    negative length: address, ``-bits``, base. Returns the words (keep them alive).
+
+    A search in a small run's level 0 then starts with one bit test, and most values a
+    tick looks up are in no small run: the test answers for them.
+    """
+    base = values0[0]
+    n_bits = values0[-1] - base + 1
+    bits = np.zeros((n_bits + 63) >> 6, dtype=np.int64)
+    for i in range(values0.shape[0]):
+        k = values0[i] - base
+        bits[k >> 6] |= np.int64(1) << (k & 63)
+    table[0, 3] = bits.ctypes.data
+    table[0, 4] = -(bits.shape[0] << 6)
+    table[0, 5] = base
+    return bits
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _absent(S, s, x):
+    """Whether slot ``s``'s level-0 bit set (``S[s, DN] < 0``) rules ``x`` out."""
+    k = x - S[s, B]
+    return k < 0 or k >= -S[s, DN] or (_load(S[s, D], k >> 6) >> (k & 63)) & 1 == 0
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -245,6 +274,8 @@ def _next(S, s0, ab, a0, n_atoms, best, lo, hi, cur, hits):
                     p = _load(S[s, D], k) if 0 <= k < S[s, DN] else -1
                     hits[j] = p
                     found = found or p >= 0
+                elif S[s, DN] < 0 and lo[j] == 0 and hi[j] == S[s, N] and _absent(S, s, x):
+                    hits[j] = -1  # not in this part's level 0 (its bit set says)
                 else:  # a fresh whole-level range: binary search; else gallop on
                     p = _gallop(S[s, V], cur[j], hi[j], x) if cur[j] > lo[j] or hi[j] < S[s, N] else \
                         _bsearch(S[s, V], lo[j], hi[j], x)

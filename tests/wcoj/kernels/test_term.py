@@ -398,6 +398,33 @@ def test_triangle_count_through_the_directory_probe(seed, shape, split, filters)
     assert levels
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("order", ["abc", "bca", "cab"])
+def test_triangle_rows_through_level0_bit_sets(seed, order):
+    """Runs of 64+ rows built by a kernel carry a bit set of level 0 (``level0_bits``) and
+    the join's searches of a whole level test it first: a base run, a middle run that
+    also deletes base rows and adds some twice, and a tick's change, as an index's
+    ``curr`` view holds them. Rows and weights equal a neighbour-set oracle."""
+    rng = np.random.default_rng(seed)
+    pairs = lambda m: {(int(min(u, v)), int(max(u, v))) for u, v in rng.integers(0, 150, (m, 2)) if u != v}  # noqa: E731
+    base = sorted(pairs(500))
+    middle = {**dict.fromkeys(sorted(pairs(120)), 1), **dict.fromkeys(base[:20], -1), **dict.fromkeys(base[20:30], 1)}
+    parts = [dict.fromkeys(base, 1), middle, dict.fromkeys(sorted(pairs(90)), 1)]
+    rel = total_of(parts)
+    out: dict = {}
+    for (u, v), w in rel.items():
+        out.setdefault(u, {})[v] = w
+    want = {}
+    for (a, b), w in rel.items():
+        for c in out.get(a, {}).keys() & out.get(b, {}).keys():
+            want[(a, b, c)] = w * out[a][c] * out[b][c]
+    tri = [(0, ("a", "b")), (0, ("b", "c")), (0, ("a", "c"))]
+    atoms = atoms_over(tri, [parts], list(order))
+    assert all(p.bits0.shape[0] for a in atoms for p in a.extender.trie_parts())  # every part has one
+    got = generic_join(atoms, list(order), output=["a", "b", "c"], fused=True)
+    assert got.to_dict() == want and want
+
+
 def test_byte_map_count_of_a_variable_only_one_two_part_atom_has():
     """Regression: ``_TrieRun._mark`` took a last level of ONE atom with two parts (a
     variable no other atom has) for two atoms, and ``count_tail`` then counted the
