@@ -180,6 +180,7 @@ class Graph:
         self.relations = {n: Relation(n, 2) for n in ("D", "O", "S")}
         self.active = {self.primary}
         self.views: dict[str, GraphView] = {}
+        self._count_joins: dict[Pattern, IncrementalGenericJoin] = {}  # see count()
         self.n_ticks = 0
         self._n_edges = 0  # maintained per tick, so n_edges is O(1)
 
@@ -240,10 +241,19 @@ class Graph:
         return v
 
     def count(self, pattern: str | Pattern) -> int:
-        """The pattern's count on the current graph, without registering a view."""
+        """The pattern's count on the current graph, without registering a view.
+
+        The join's plan is kept per pattern (it depends on the pattern only; the join
+        reads the current indexes on every run), so a repeated count only runs it.
+        """
         p = by_name(pattern) if isinstance(pattern, str) else pattern
         self._activate({r for r, _ in p.atoms})
-        return GraphView(self, p, maintained=False).count
+        join = self._count_joins.get(p)
+        if join is None:
+            view = GraphView(self, p, maintained=False)
+            self._count_joins[p] = view.join
+            return view.count
+        return int(join.batch(count_only=True))
 
     # ------------------------------------------------------------------ ticks
     def _primary_delta(self, inserts: I64, deletes: I64) -> ZSet:

@@ -131,6 +131,18 @@ def test_load_edges_into_a_graph_with_views_is_a_tick():
     assert g.count("triangle") == 1 and list(g.views) == ["triangle"]   # count registers nothing
 
 
+def test_a_repeated_count_reads_the_graph_as_it_is_now():
+    """``count`` keeps the pattern's plan, not its answer: after each tick it counts again."""
+    g = Graph()
+    g.load_edges(np.array([[1, 2], [1, 3], [2, 4]]))
+    assert (g.count("triangle"), g.count("4-cycle")) == (0, 0)
+    g.apply(inserts=np.array([[2, 3], [3, 4]]))
+    assert (g.count("triangle"), g.count("4-cycle")) == (2, 1)
+    g.apply(deletes=np.array([[3, 2]]))
+    assert (g.count("triangle"), g.count("4-cycle")) == (0, 1)
+    assert list(g.views) == []
+
+
 def test_view_is_registered_once_and_can_be_renamed():
     g = Graph()
     g.load_edges(np.array([[1, 2], [2, 3], [1, 3]]))
