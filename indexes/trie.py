@@ -45,8 +45,9 @@ _NATURAL = [np.arange(r, dtype=np.int64) for r in range(8)]
 PIN_ROWS = 1 << 16  # above this many rows, a trie copies its short levels out of the build buffer
 DENSE_SPAN = 32  # keep a direct index of level 0 when its value span is at most 32x its size
 DIRECTORY_ROWS = 1 << 14  # a trie built by a kernel with fewer rows gets none (see Trie._built)
-BITS_ROWS = 64   # ... but from this many rows a bit set of level 0, when its span is at most
-BITS_SPAN = 256  # this many times its rows (32 bytes a row, about a row's own size)
+BITS_ROWS = 1 << 12  # ... but from this many rows a bit set of level 0 (smaller runs are an
+                     # index's tail, rebuilt by the next tick: indexes.index.MIN_RUN), when
+BITS_SPAN = 256      # its span is at most this many times its rows (32 bytes a row at most)
 
 
 def _directory(level0: I64) -> tuple[I64, int]:

@@ -401,7 +401,7 @@ def test_triangle_count_through_the_directory_probe(seed, shape, split, filters)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("order", ["abc", "bca", "cab"])
 def test_triangle_rows_through_level0_bit_sets(seed, order):
-    """Runs of 64+ rows built by a kernel carry a bit set of level 0 (``level0_bits``) and
+    """Runs built by a kernel carry a bit set of level 0 (``level0_bits``; forced at this size) and
     the join's searches of a whole level test it first: a base run, a middle run that
     also deletes base rows and adds some twice, and a tick's change, as an index's
     ``curr`` view holds them. Rows and weights equal a neighbour-set oracle."""
@@ -419,7 +419,9 @@ def test_triangle_rows_through_level0_bit_sets(seed, order):
         for c in out.get(a, {}).keys() & out.get(b, {}).keys():
             want[(a, b, c)] = w * out[a][c] * out[b][c]
     tri = [(0, ("a", "b")), (0, ("b", "c")), (0, ("a", "c"))]
-    atoms = atoms_over(tri, [parts], list(order))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(indexes.trie, "BITS_ROWS", 64)
+        atoms = atoms_over(tri, [parts], list(order))
     assert all(p.bits0.shape[0] for a in atoms for p in a.extender.trie_parts())  # every part has one
     got = generic_join(atoms, list(order), output=["a", "b", "c"], fused=True)
     assert got.to_dict() == want and want
