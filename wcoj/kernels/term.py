@@ -46,8 +46,8 @@ from numba.extending import intrinsic
 from .intersect import spread_chunks
 from .weights import _add_overflows, _mul_overflows
 
-__all__ = ["address_table", "level0_bits", "run_levels", "run_terms", "run_program", "slot_table", "count_tail", "count_tail_parallel",
-           "TOO_BIG", "SLOT_FIELDS"]
+__all__ = ["address_table", "level0_bits", "run_levels", "run_terms", "run_program", "slot_table", "count_tail",
+           "count_tail_parallel", "TOO_BIG", "SLOT_FIELDS"]
 
 TOO_BIG = -(1 << 62)  # status: a level's frontier would exceed the row limit
 SLOT_FIELDS = 9

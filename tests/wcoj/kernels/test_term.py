@@ -406,7 +406,10 @@ def test_triangle_rows_through_level0_bit_sets(seed, order):
     also deletes base rows and adds some twice, and a tick's change, as an index's
     ``curr`` view holds them. Rows and weights equal a neighbour-set oracle."""
     rng = np.random.default_rng(seed)
-    pairs = lambda m: {(int(min(u, v)), int(max(u, v))) for u, v in rng.integers(0, 150, (m, 2)) if u != v}  # noqa: E731
+
+    def pairs(m: int) -> set:
+        return {(int(min(u, v)), int(max(u, v))) for u, v in rng.integers(0, 150, (m, 2)) if u != v}
+
     base = sorted(pairs(500))
     middle = {**dict.fromkeys(sorted(pairs(120)), 1), **dict.fromkeys(base[:20], -1), **dict.fromkeys(base[20:30], 1)}
     parts = [dict.fromkeys(base, 1), middle, dict.fromkeys(sorted(pairs(90)), 1)]
