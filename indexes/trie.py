@@ -115,9 +115,10 @@ class Trie:
 
         A small trie gets no level-0 directory: its values are searched (they fit in
         cache), and a tick's merged last run would otherwise build a directory the size
-        of the id span every tick (~230 us a tick on a 100k-edge graph). It gets a bit set
-        of level 0 instead (64x smaller), so that the join's searches of the values a
-        tick looks up, which are mostly in no small run, stop at a bit test."""
+        of the id span every tick (~230 us a tick on a 100k-edge graph). From
+        ``BITS_ROWS`` rows it gets a bit set of level 0 instead (64x smaller; written into
+        ``table``, which the build kernel made for this trie alone), so that the join's
+        searches of the values a tick looks up, mostly in no small run, stop at a bit test."""
         n = weights.shape[0]
         bits = None
         dense, base = _directory(values[0]) if n >= DIRECTORY_ROWS else (_NO_DIRECTORY, 0)
