@@ -116,14 +116,14 @@ class Trie:
         A small trie gets no level-0 directory: its values are searched (they fit in
         cache), and a tick's merged last run would otherwise build a directory the size
         of the id span every tick (~230 us a tick on a 100k-edge graph). From
-        ``BITS_ROWS`` rows it gets a bit set of level 0 instead (64x smaller; written into
-        ``table``, which the build kernel made for this trie alone), so that the join's
-        searches of the values a tick looks up, mostly in no small run, stop at a bit test."""
+        ``BITS_ROWS`` rows it gets a bit set of level 0 instead (64x smaller), so that the
+        join's searches of the values a tick looks up, mostly in no small run, stop at a
+        bit test. Either is recorded in ``table``, which the build kernel made for this
+        trie alone."""
         n = weights.shape[0]
         bits = None
         dense, base = _directory(values[0]) if n >= DIRECTORY_ROWS else (_NO_DIRECTORY, 0)
         if dense.shape[0]:
-            table = table.copy()
             table[0, 3:] = address_table(values[:1], offsets[:1] or (weights,), dense, base)[0, 3:]
         elif n >= BITS_ROWS and int(values[0][-1]) - int(values[0][0]) < BITS_SPAN * n:
             bits = level0_bits(values[0], table)
