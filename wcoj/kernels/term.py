@@ -49,6 +49,13 @@ from .weights import _add_overflows, _mul_overflows
 __all__ = ["address_table", "level0_bits", "run_levels", "run_terms", "run_program", "slot_table", "count_tail",
            "count_tail_parallel", "TOO_BIG", "SLOT_FIELDS"]
 
+# The helpers a join calls per row or per candidate never allocate, so they are compiled
+# without Numba's reference counting (the ``_nrt`` option): with it, each call counted
+# references to its array arguments on entry and exit, two atomic operations per array and
+# call (16 per row in ``_candidates``), because Numba's pruning of those pairs gives up on
+# paths longer than 15 blocks. Without it, an allocation in such a helper fails to compile.
+row_kernel = njit(cache=True, nogil=True, _nrt=False)
+
 TOO_BIG = -(1 << 62)  # status: a level's frontier would exceed the row limit
 SLOT_FIELDS = 9
 V, N, O, D, DN, B, LAST, COL, UNIT = range(SLOT_FIELDS)
@@ -181,7 +188,7 @@ def _narrow(addr, lo, hi, x, upper):
     return (lo, left) if upper else (left, hi)
 
 
-@njit(cache=True, nogil=True)
+@row_kernel
 def _ranges(l, r, S, level_slots, bnd_off, bnd_col, bnd_upper, LO, HI, bound, lo, hi):
     """Row ``r``'s ranges for level ``l``'s slots into ``lo``/``hi``, narrowed by the
     level's ``<`` filters against ``bound[r]`` (the values bound so far)."""
@@ -196,7 +203,7 @@ def _ranges(l, r, S, level_slots, bnd_off, bnd_col, bnd_upper, LO, HI, bound, lo
             lo[j], hi[j] = _narrow(S[s0 + j, V], lo[j], hi[j], b, bnd_upper[i] != 0)
 
 
-@njit(cache=True, nogil=True)
+@row_kernel
 def _proposer(lo, hi, ab, a0, n_atoms, s0):
     """(atom with the fewest candidates, its count), or (-1, 0) when an atom has none."""
     best, best_size = -1, 0
@@ -211,7 +218,7 @@ def _proposer(lo, hi, ab, a0, n_atoms, s0):
     return best, best_size
 
 
-@njit(cache=True, nogil=True)
+@row_kernel
 def _candidates(l, r, S, level_slots, ab, a0, n_atoms, bnd_off, bnd_col, bnd_upper, LO, HI, bound, lo, hi):
     """Row ``r``'s ranges for level ``l`` into ``lo``/``hi`` and its proposer: ``(atom,
     candidates)``, or ``(-1, 0)`` when there are none.
@@ -237,7 +244,7 @@ def _candidates(l, r, S, level_slots, ab, a0, n_atoms, bnd_off, bnd_col, bnd_upp
     return (best, size) if size > 0 else (-1, 0)
 
 
-@njit(cache=True, nogil=True)
+@row_kernel
 def _next(S, s0, ab, a0, n_atoms, best, lo, hi, cur, hits):
     """The next value all atoms hold, with each slot's position in ``hits`` (-1 absent).
 
@@ -301,7 +308,7 @@ def _distinct(x, bound, r, ne_off, ne_col, l):
     return True
 
 
-@njit(cache=True, nogil=True)
+@row_kernel
 def _weight(wt, S, s0, ab, a0, n_atoms, hits):
     """``wt`` times each ending atom's summed leaf weight; ``(False, _)`` on overflow."""
     for a in range(n_atoms):
@@ -348,7 +355,7 @@ def _grown(a, m, cap):
 GROW, OVERFLOW = 1, 2  # _extend_rows stopped: the next frontier must grow, or a weight overflowed
 
 
-@njit(cache=True, nogil=True)
+@row_kernel
 def _extend_rows(l, r, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col,
                  bound, w, LO, HI, nb, nw, NLO, NHI, m, limit, lo, hi, cur, hits):
     """Extend the frontier's rows from ``r`` on at level ``l`` into ``nb``/``nw``/``NLO``/``NHI``
@@ -557,7 +564,7 @@ def run_program(T, at, deep, fixed, part_rows, level_slots, level_atoms, atom_bo
                      term_levels, term_parts, out_cols, lo, hi, limit)
 
 
-@njit(cache=True, nogil=True)
+@row_kernel
 def _count_two(S, sa, la, ha, sb, lb, hb):
     """Sum over the common values of two single-part ranges of the product of their leaf
     weights (the count itself when both parts are sets). Returns ``(ok, sum)``."""
@@ -591,7 +598,7 @@ def _count_two(S, sa, la, ha, sb, lb, hb):
     return True, acc
 
 
-@njit(cache=True, nogil=True)
+@row_kernel
 def _count_last(l, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
                 ne_off, ne_col, LO, HI, bound, r, lo, hi, cur, hits):
     """Sum over the last level's matches of row ``r`` of the product of atom weights.
@@ -622,7 +629,7 @@ def _count_last(l, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, b
         acc += p
 
 
-@njit(cache=True, nogil=True)
+@row_kernel
 def _probe_row(S, sp, pl, ph, sd, sg, sf, fl, fh, mark, mark_lo, mark_size, b0, b1, bnd_col, bnd_upper,
                bound, r, L):
     """One row's count over its last two levels when they have a triangle's shape: each
