@@ -56,6 +56,13 @@ __all__ = ["address_table", "level0_bits", "run_levels", "run_terms", "run_progr
 # paths longer than 15 blocks. Without it, an allocation in such a helper fails to compile.
 row_kernel = njit(cache=True, nogil=True, _nrt=False)
 
+
+def _inlined(f):
+    """A twin of the row helper ``f`` that Numba inlines where it is called: for the
+    hottest call sites only (a call passes each array as seven or nine values, and the row loops
+    make several calls per row; inlining everywhere doubled the cold compile time)."""
+    return njit(cache=True, nogil=True, _nrt=False, inline="always")(getattr(f, "py_func", f))
+
 TOO_BIG = -(1 << 62)  # status: a level's frontier would exceed the row limit
 SLOT_FIELDS = 9
 V, N, O, D, DN, B, LAST, COL, UNIT = range(SLOT_FIELDS)
@@ -352,6 +359,8 @@ def _grown(a, m, cap):
     return out
 
 
+_candidates_in, _next_in, _weight_in = _inlined(_candidates), _inlined(_next), _inlined(_weight)
+
 GROW, OVERFLOW = 1, 2  # _extend_rows stopped: the next frontier must grow, or a weight overflowed
 
 
@@ -376,8 +385,8 @@ def _extend_rows(l, r, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_co
     while r < n:
         if r + AHEAD < n:
             _prefetch_ranges(S, s0, s1, LO, HI, r + AHEAD)
-        best, size = _candidates(l, r, S, level_slots, atom_bounds, a0, n_atoms, bnd_off, bnd_col, bnd_upper,
-                                 LO, HI, bound, lo, hi)
+        best, size = _candidates_in(l, r, S, level_slots, atom_bounds, a0, n_atoms, bnd_off, bnd_col,
+                                    bnd_upper, LO, HI, bound, lo, hi)
         if best < 0:
             r += 1
             continue
@@ -387,12 +396,12 @@ def _extend_rows(l, r, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_co
         for j in range(s1 - s0):
             cur[j] = lo[j]
         while True:
-            ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits)
+            ok, x = _next_in(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits)
             if not ok:
                 break
             if not _distinct(x, bound, r, ne_off, ne_col, l):
                 continue
-            fine, wt = _weight(w[r], S, s0, atom_bounds, a0, n_atoms, hits)
+            fine, wt = _weight_in(w[r], S, s0, atom_bounds, a0, n_atoms, hits)
             if not fine:
                 return OVERFLOW, r, m, 0
             if wt == 0:
@@ -687,6 +696,9 @@ def _probe_row(S, sp, pl, ph, sd, sg, sf, fl, fh, mark, mark_lo, mark_size, b0, 
     return True, acc
 
 
+_probe_row_in = _inlined(_probe_row)
+
+
 @njit(cache=True, nogil=True)
 def _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
                      ne_off, ne_col, bound, w, LO, HI, mark_slot, mark_lo, mark_size, r0, r1):
@@ -761,7 +773,7 @@ def _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
             for i in range(fl, fh):
                 mark[_load(fa, i) - mark_lo] = 1
         if fast and best == 1 - jd and lo[jd] == 0 and hi[jd] == S[s0 + jd, N]:
-            ok2, acc = _probe_row(S, s0 + 1 - jd, lo[1 - jd], hi[1 - jd], s0 + jd, g_slot, mark_slot, fl, fh,
+            ok2, acc = _probe_row_in(S, s0 + 1 - jd, lo[1 - jd], hi[1 - jd], s0 + jd, g_slot, mark_slot, fl, fh,
                                   mark, mark_lo, mark_size, bnd_off[l + 1], bnd_off[l + 2], bnd_col,
                                   bnd_upper, bound, r, L)
             for i in range(fl, fh):
