@@ -210,7 +210,7 @@ def _ranges(l, r, S, level_slots, bnd_off, bnd_col, bnd_upper, LO, HI, bound, lo
             lo[j], hi[j] = _narrow(S[s0 + j, V], lo[j], hi[j], b, bnd_upper[i] != 0)
 
 
-@row_kernel
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _proposer(lo, hi, ab, a0, n_atoms, s0):
     """(atom with the fewest candidates, its count), or (-1, 0) when an atom has none."""
     best, best_size = -1, 0
