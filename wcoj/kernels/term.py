@@ -58,9 +58,9 @@ row_kernel = njit(cache=True, nogil=True, _nrt=False)
 
 
 def _inlined(f):
-    """A twin of the row helper ``f`` that Numba inlines where it is called: for the
-    hottest call sites only (a call passes each array as seven or nine values, and the row loops
-    make several calls per row; inlining everywhere doubled the cold compile time)."""
+    """A twin of the row helper ``f`` that Numba inlines where it is called, for the
+    hottest call sites only: a call passes each array as seven or nine values and a row
+    makes several calls, but inlining everywhere doubled the cold compile time."""
     return njit(cache=True, nogil=True, _nrt=False, inline="always")(getattr(f, "py_func", f))
 
 TOO_BIG = -(1 << 62)  # status: a level's frontier would exceed the row limit
@@ -773,9 +773,9 @@ def _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
             for i in range(fl, fh):
                 mark[_load(fa, i) - mark_lo] = 1
         if fast and best == 1 - jd and lo[jd] == 0 and hi[jd] == S[s0 + jd, N]:
-            ok2, acc = _probe_row_in(S, s0 + 1 - jd, lo[1 - jd], hi[1 - jd], s0 + jd, g_slot, mark_slot, fl, fh,
-                                  mark, mark_lo, mark_size, bnd_off[l + 1], bnd_off[l + 2], bnd_col,
-                                  bnd_upper, bound, r, L)
+            ok2, acc = _probe_row_in(S, s0 + 1 - jd, lo[1 - jd], hi[1 - jd], s0 + jd, g_slot, mark_slot, fl,
+                                     fh, mark, mark_lo, mark_size, bnd_off[l + 1], bnd_off[l + 2], bnd_col,
+                                     bnd_upper, bound, r, L)
             for i in range(fl, fh):
                 mark[_load(fa, i) - mark_lo] = 0
             if not ok2 or _mul_overflows(acc, w[r]) or _add_overflows(total, acc * w[r]):
