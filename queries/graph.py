@@ -21,6 +21,7 @@ when all of them succeeded, so a failed tick leaves every index and view as it w
 
 from __future__ import annotations
 
+import atexit
 import gc
 import time
 from dataclasses import dataclass, field
@@ -96,10 +97,19 @@ def settle_heap() -> None:
     every few dozen ticks, which added ~0.4 ms to a tick of 10 changes on average and put
     50 ms spikes in its latency. Frozen objects are never collected, so this is a
     process-wide choice: the library never makes it on its own (``wcoj stream``, the demo
-    and the benchmarks do).
+    and the benchmarks do). At exit the objects are handed back to the collector
+    (``gc.unfreeze``), so that the interpreter's last collection still finalises them:
+    extension modules such as DuckDB's otherwise report them as leaks.
     """
+    global _UNFREEZE_AT_EXIT
     gc.collect()
     gc.freeze()
+    if not _UNFREEZE_AT_EXIT:
+        atexit.register(gc.unfreeze)
+        _UNFREEZE_AT_EXIT = True
+
+
+_UNFREEZE_AT_EXIT = False
 
 
 def warm_up(patterns=("triangle",), directed: bool = False) -> None:
