@@ -54,6 +54,8 @@ __all__ = ["address_table", "level0_bits", "run_levels", "run_terms", "run_progr
 # references to its array arguments on entry and exit, two atomic operations per array and
 # call (16 per row in ``_candidates``), because Numba's pruning of those pairs gives up on
 # paths longer than 15 blocks. Without it, an allocation in such a helper fails to compile.
+# ``_nrt`` is underscored in Numba (pinned in pyproject.toml): a version without it fails
+# loudly at the first compile ("Unrecognized options"), never silently.
 row_kernel = njit(cache=True, nogil=True, _nrt=False)
 
 
