@@ -374,9 +374,10 @@ def _extend_rows(l, r, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_co
     every row is done, ``GROW`` when row ``r`` needs room for ``need`` rows, ``OVERFLOW``
     when row ``r``'s weight product overflows, ``TOO_BIG`` at the row limit.
 
-    The loop of ``run_levels`` over a level's rows, kept apart so that it never reassigns
-    the arrays it writes: Numba then counted references to all four on every row (eight
-    atomic operations), about a tenth of a level's time.
+    The loop of ``run_levels`` over a level's rows, kept apart because ``run_levels``
+    allocates (it needs Numba's reference counting) and this loop does not: it compiles
+    as a ``row_kernel``. Inside ``run_levels``, the loop reassigned the arrays it writes
+    when they grew, and Numba counted references to all four on every row.
     """
     n = bound.shape[0]
     P = LO.shape[1]
