@@ -69,6 +69,7 @@ class IncrementalIndex:
         self.staged: Trie | None = None
         self.tail: Trie | None = None  # the last run plus the staged change, when commit will merge them
         self._views: dict[str, TrieView] = {}  # until the runs or the staged change
+        self._tables: dict[str, tuple] = {}  # the same for view_table
         self.n_merged_rows = 0  # rows rewritten by merges since creation (for amortisation checks)
 
     def __repr__(self) -> str:
@@ -84,7 +85,7 @@ class IncrementalIndex:
         """Replace all committed state by ``z`` (natural column order): one base run."""
         self.runs = [self._trie(z)] if len(z) else []
         self.staged = self.tail = None
-        self._views = {}
+        self._views, self._tables = {}, {}
 
     def stage(self, delta: ZSet) -> None:
         """Stage this tick's change (natural column order); nothing is committed yet.
@@ -93,8 +94,7 @@ class IncrementalIndex:
         merge happens now: ``curr`` then reads one part fewer (each part costs every
         lookup of the join a search), and the commit only swaps the run in.
         """
-        self.staged = self.tail = None
-        self._views = {"prev": self._views["prev"]} if "prev" in self._views else {}  # runs unchanged
+        self._keep_prev()  # the runs do not change
         if not len(delta):
             return
         if self.runs and self._merges(len(self.runs[-1]), len(delta)):
@@ -105,8 +105,14 @@ class IncrementalIndex:
 
     def rollback(self) -> None:
         """Forget the staged change."""
+        self._keep_prev()
+
+    def _keep_prev(self) -> None:
+        """Drop the staged change and every cached view but ``prev``'s."""
         self.staged = self.tail = None
-        self._views = {"prev": self._views["prev"]} if "prev" in self._views else {}
+        v, t = self._views.get("prev"), self._tables.get("prev")
+        self._views = {"prev": v} if v is not None else {}
+        self._tables = {"prev": t} if t is not None else {}
 
     @staticmethod
     def _merges(older: int, newer: int) -> bool:
@@ -124,7 +130,7 @@ class IncrementalIndex:
         else:
             self.runs.append(self.staged)
         self.staged = self.tail = None
-        self._views = {}
+        self._views, self._tables = {}, {}
         while len(self.runs) >= 2 and self._merges(len(self.runs[-2]), len(self.runs[-1])):
             merged = self.runs[-2].plus(self.runs[-1])
             self.n_merged_rows += len(self.runs[-2]) + len(self.runs[-1])
@@ -150,6 +156,34 @@ class IncrementalIndex:
             raise InputError(f"unknown view {kind!r}; expected one of {VIEWS}")
         self._views[kind] = v
         return v
+
+    def view_table(self, kind: str) -> tuple[np.ndarray, int]:
+        """``(table, parts)``: what ``view(kind).parts_table()`` holds and the view's
+        number of parts, without making the view (cached like the views). The fused delta
+        rule reads only this; the tries it points at live as long as the index does not
+        stage, commit or roll back."""
+        t = self._tables.get(kind)
+        if t is not None:
+            return t
+        if kind == "prev":
+            parts = self.runs
+        elif kind == "delta":
+            parts = [self.staged] if self.staged is not None else []
+        elif kind == "curr":
+            if self.tail is not None:
+                parts = self.runs[:-1] + ([self.tail] if self.tail.n_rows else [])
+            else:
+                parts = self.runs + ([self.staged] if self.staged is not None else [])
+        else:
+            raise InputError(f"unknown view {kind!r}; expected one of {VIEWS}")
+        if len(parts) == 1:
+            t = (parts[0].table(), 1)
+        elif parts:
+            t = (np.concatenate([p.table() for p in parts]), len(parts))
+        else:
+            t = (np.zeros((0, 6), dtype=np.int64), 0)
+        self._tables[kind] = t
+        return t
 
     def nbytes(self) -> int:
         return sum(r.nbytes() for r in self.runs)
@@ -225,6 +259,11 @@ class Relation:
     # IncrementalSource
     def view(self, kind: str, columns: tuple[int, ...]) -> TrieView:
         return self.ensure_index(columns).view(kind)
+
+    def view_table(self, kind: str, columns: tuple[int, ...]) -> tuple[np.ndarray, int]:
+        """``view(kind, columns)``'s stacked part tables and number of parts
+        (``IncrementalIndex.view_table``): the fused delta rule's fast path."""
+        return self.ensure_index(columns).view_table(kind)
 
     def delta_is_empty(self) -> bool:
         return len(self.delta) == 0

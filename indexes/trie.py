@@ -94,23 +94,62 @@ class Trie:
 
     Build with ``Trie.from_zset(z)``: ``z``'s rows must already be in the trie's column
     order (they are sorted lexicographically, which is what the levels need).
+
+    A small trie a build kernel wrote keeps only its buffer and ``table()`` until its
+    arrays are asked for (``arrays``, ``values``, ...): the joins of a tick read the
+    table alone, and a tick makes four such tries.
     """
 
-    __slots__ = ("values", "offsets", "weights", "arity", "n_rows", "arrays", "_rows")
+    __slots__ = ("arity", "n_rows", "_arrays", "_table", "_buf", "_room", "_rows")
 
     def __init__(self, values: list[I64], offsets: list[I64], weights: I64, arity: int):
         self._wrap(TrieArrays(values, offsets, weights, *_directory(values[0])), arity)
 
     def _wrap(self, a: TrieArrays, arity: int) -> Trie:
-        self.arrays = a
-        self.values, self.offsets, self.weights = a.values, a.offsets, a.weights  # read-only
+        self._arrays = a
+        self._table = self._buf = None
         self.arity = arity
         self.n_rows = int(a.weights.shape[0])
         self._rows = None  # the Z-set it was built from, kept for small tries
         return self
 
+    @property
+    def arrays(self) -> TrieArrays:
+        """The levels as a ``TrieArrays`` (read-only)."""
+        a = self._arrays
+        if a is None:
+            a = self._arrays = self._unpack(self._buf, self._table, self._room, self.arity)
+        return a
+
+    @property
+    def values(self) -> tuple[I64, ...]:
+        return self.arrays.values
+
+    @property
+    def offsets(self) -> tuple[I64, ...]:
+        return self.arrays.offsets
+
+    @property
+    def weights(self) -> I64:
+        return self.arrays.weights
+
+    def table(self) -> I64:
+        """``TrieArrays.table()`` of this trie (what the join kernels read)."""
+        t = self._table
+        return t if t is not None else self.arrays.table()
+
+    @staticmethod
+    def _unpack(buf: I64, table: I64, n: int, r: int) -> TrieArrays:
+        """The arrays of a trie in ``trie_of_rows_flat``'s layout in ``buf`` (room ``n``
+        per level), its table ``table``; no directory (see ``_built``)."""
+        c = table[:, 1].tolist()
+        at = _flat_size(n, r) - n
+        values = tuple([buf[j * n:j * n + c[j]] for j in range(r)])
+        offsets = tuple([buf[r * n + j * (n + 1):r * n + j * (n + 1) + c[j] + 1] for j in range(r - 1)])
+        return TrieArrays.trusted(values, offsets, buf[at:at + c[r - 1]], table)
+
     @classmethod
-    def _built(cls, values: tuple, offsets: tuple, weights: I64, table: I64, arity: int) -> Trie:
+    def _built(cls, a: TrieArrays, table: I64, arity: int) -> Trie:
         """A trie of arrays a build kernel just wrote (read-only, ``table`` filled).
 
         A small trie gets no level-0 directory: its values are searched (they fit in
@@ -120,14 +159,16 @@ class Trie:
         join's searches of the values a tick looks up, mostly in no small run, stop at a
         bit test. Either is recorded in ``table``, which the build kernel made for this
         trie alone."""
+        values, weights = a.values, a.weights
         n = weights.shape[0]
         bits = None
         dense, base = _directory(values[0]) if n >= DIRECTORY_ROWS else (_NO_DIRECTORY, 0)
         if dense.shape[0]:
-            table[0, 3:] = address_table(values[:1], offsets[:1] or (weights,), dense, base)[0, 3:]
+            table[0, 3:] = address_table(values[:1], a.offsets[:1] or (weights,), dense, base)[0, 3:]
         elif n >= BITS_ROWS and int(values[0][-1]) - int(values[0][0]) < BITS_SPAN * n:
             bits = level0_bits(values[0], table)
-        return cls.__new__(cls)._wrap(TrieArrays.trusted(values, offsets, weights, table, dense, base, bits), arity)
+        a = TrieArrays.trusted(values, a.offsets, weights, table, dense, base, bits)
+        return cls.__new__(cls)._wrap(a, arity)
 
     @classmethod
     def from_zset(cls, z: ZSet) -> Trie:
@@ -175,7 +216,7 @@ class Trie:
         table, table2 = np.empty((r, 6), dtype=np.int64), np.empty((r, 6), dtype=np.int64)
         bad_row = np.empty(r, dtype=np.int64)
         bad = trie_of_rows_plus(keys, columns, weights, order, sort, buf, table,
-                                self.arrays.table(), n2, buf2, bad_row, table2)
+                                self.table(), n2, buf2, bad_row, table2)
         t = Trie._of_buffer(buf, table, n, r)
         if bad >= 0:
             self._overflow(t, bad_row)
@@ -184,16 +225,19 @@ class Trie:
     @classmethod
     def _of_buffer(cls, buf: I64, table: I64, n: int, r: int) -> Trie:
         """The trie a kernel wrote into ``buf`` in ``trie_of_rows_flat``'s layout (room
-        ``n`` per level), its table in ``table``."""
+        ``n`` per level), its table in ``table``. Too small for a directory or a bit set
+        (see ``_built``), its arrays are unpacked when first asked for."""
         buf.flags.writeable = False
-        c = table[:, 1].tolist()
-        at = _flat_size(n, r) - n
-        values = tuple([buf[j * n:j * n + c[j]] for j in range(r)])
-        offsets = tuple([buf[r * n + j * (n + 1):r * n + j * (n + 1) + c[j] + 1] for j in range(r - 1)])
-        weights = buf[at:at + c[r - 1]]
-        if n > PIN_ROWS and 2 * min(c) <= n:  # a level is short: copy them out, not to pin the buffer
-            return cls([v.copy() for v in values], [o.copy() for o in offsets], weights.copy(), r)
-        return cls._built(values, offsets, weights, table, r)
+        if n < BITS_ROWS and n < DIRECTORY_ROWS:  # no directory, no bit set: nothing to add to the table
+            t = cls.__new__(cls)
+            t._arrays, t._rows = None, None
+            t._table, t._buf, t._room, t.arity = table, buf, n, r
+            t.n_rows = int(table[r - 1, 1])
+            return t
+        a = cls._unpack(buf, table, n, r)
+        if n > PIN_ROWS and 2 * int(table[:, 1].min()) <= n:  # a level is short: copy them out, not to pin buf
+            return cls([v.copy() for v in a.values], [o.copy() for o in a.offsets], a.weights.copy(), r)
+        return cls._built(a, table, r)
 
     @classmethod
     def empty(cls, arity: int) -> Trie:
@@ -221,7 +265,7 @@ class Trie:
         if n <= PIN_ROWS:  # room n per level: over-allocated, and few Python steps
             buf = np.empty(_flat_size(n, r), dtype=np.int64)
             table, bad_row = np.empty((r, 6), dtype=np.int64), np.empty(r, dtype=np.int64)
-            if merge_tries_flat(self.arrays.table(), other.arrays.table(), n, buf, bad_row, table) >= 0:
+            if merge_tries_flat(self.table(), other.table(), n, buf, bad_row, table) >= 0:
                 self._overflow(other, bad_row)
             return Trie._of_buffer(buf, table, n, r)
         # a large merge: exact room per level (it is kept long), separate arrays
@@ -232,7 +276,7 @@ class Trie:
         offsets = np.empty(int(vstart[r - 1]) + r - 1, dtype=np.int64)
         weights = np.empty(room[r - 1], dtype=np.int64)
         counts, bad_row = np.empty(r, dtype=np.int64), np.empty(r, dtype=np.int64)
-        if merge_tries_into(self.arrays.table(), other.arrays.table(), values, offsets, vstart, ostart,
+        if merge_tries_into(self.table(), other.table(), values, offsets, vstart, ostart,
                             weights, counts, bad_row, np.empty((r, 6), dtype=np.int64)) >= 0:
             self._overflow(other, bad_row)
         c = counts.tolist()
@@ -310,7 +354,7 @@ class TrieView:
     def parts_table(self) -> I64:
         """The parts' ``TrieArrays.table()`` stacked (``int64[parts * arity, 6]``); cached."""
         if self._table is None:
-            self._table = (np.concatenate([p.arrays.table() for p in self.parts]) if self.parts
+            self._table = (np.concatenate([p.table() for p in self.parts]) if self.parts
                            else np.zeros((0, 6), dtype=np.int64))
         return self._table
 

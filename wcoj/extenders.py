@@ -146,6 +146,10 @@ class IncrementalSource(Protocol):
     integral: the state before this tick), ``"delta"`` (this tick's change) or ``"curr"``
     (``prev + delta``). In the delta rule, atom *i*'s term sees ``curr`` for atoms before
     it and ``prev`` for atoms after it.
+
+    A source may also offer ``view_table(kind, columns)``: ``(stacked part tables,
+    number of parts)`` of that view, what its ``parts_table()`` would hold, without
+    making the view; the fused delta rule then reads it, once per view and tick.
     """
 
     @property

@@ -733,26 +733,27 @@ class IncrementalGenericJoin:
         if layout is None:
             return None
         sources, terms = layout
-        stacked: list = [None] * len(sources)  # per distinct view: (view, stacked tables, parts)
+        stacked: list = [None] * len(sources)  # per distinct view: (stacked tables, parts, the view or None)
         live, tables, n_parts = [], [], []
         rows = 0
         for i, idx in terms:
             if self.atoms[i][0].delta_is_empty():
                 continue
+            counts = []
             for j in idx:
-                if stacked[j] is None:
-                    src, kind, cols = sources[j]
-                    view = src.view(kind, cols)
-                    if not hasattr(view, "trie_parts"):
+                st = stacked[j]
+                if st is None:
+                    st = stacked[j] = _view_tables(*sources[j])
+                    if st is None:
                         return None
-                    stacked[j] = (view,) + _stacked_tables(view)
-            counts = tuple([stacked[j][2] for j in idx])
+                counts.append(st[1])
             if 0 in counts:  # an atom without rows: the term is empty
                 continue
             live.append(i)
-            rows += len(stacked[idx[i]][0])  # the term's delta
-            tables.extend([stacked[j][1] for j in idx])
-            n_parts.append(counts)
+            delta_table, r = stacked[idx[i]][0], len(sources[idx[i]][2])
+            rows += int(delta_table[r - 1, 1]) if counts[i] == 1 else int(delta_table[r - 1::r, 1].sum())
+            tables.extend([stacked[j][0] for j in idx])
+            n_parts.append(tuple(counts))
         if not live:
             return ZSet.empty(len(self.output))
         key = (tuple(live), tuple(n_parts))
@@ -798,14 +799,23 @@ class IncrementalGenericJoin:
         return out
 
 
-def _stacked_tables(view) -> tuple[I64, int]:
-    """A trie view's parts' ``TrieArrays.table()`` stacked, and its number of parts (a
-    view may cache the stack as ``parts_table()``)."""
+def _view_tables(src, kind: str, cols: tuple[int, ...]):
+    """``(stacked part tables, parts, the view or None)`` of ``src.view(kind, cols)``, or
+    ``None`` when the view has no tries. A source with ``view_table`` (``indexes``'
+    relations) answers without making the view; it keeps the tries alive itself."""
+    vt = getattr(src, "view_table", None)
+    if vt is not None:
+        table, parts = vt(kind, cols)
+        return table, parts, None
+    view = src.view(kind, cols)
+    if not hasattr(view, "trie_parts"):
+        return None
     if hasattr(view, "parts_table"):
         t = view.parts_table()
-        return t, t.shape[0] // view.arity
+        return t, t.shape[0] // view.arity, view
     parts = view.trie_parts()
-    return (np.concatenate([p.table() for p in parts]) if parts else np.zeros((0, 6), dtype=np.int64)), len(parts)
+    t = np.concatenate([p.table() for p in parts]) if parts else np.zeros((0, 6), dtype=np.int64)
+    return t, len(parts), view
 
 
 class _TermsProgram:
