@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import indexes.index as index_mod
 from indexes import IncrementalIndex, Relation
-from wcoj.errors import ArityMismatchError, InputError
+from wcoj.errors import ArityMismatchError, InputError, WeightOverflowError
 from wcoj.zset import ZSet
 
 weights = st.integers(-2, 3).filter(bool)
@@ -138,6 +138,57 @@ def test_relation_views_in_every_order_equal_the_integral(ticks):
         assert rel.contents().to_dict() == integral
         for cols in rel.indexes:
             assert rel.view("curr", cols).to_zset().to_dict() == permuted(integral, cols)
+
+
+@settings(max_examples=25,  # the spy only counts calls: safe to share across examples
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(st.tuples(*[st.integers(0, 3)] * 3), weights, min_size=1, max_size=20),
+       st.lists(st.tuples(deltas(3, domain=3), st.booleans()), min_size=1, max_size=8))
+def test_relation_stages_small_changes_on_every_index_in_one_call(monkeypatch, base, ticks):
+    """With a run in every index, a tick's change is staged on all of them by one kernel
+    call; its views, and the tables the delta rule reads, are those of staging each."""
+    calls = []
+    real = index_mod.stage_runs_plus
+    monkeypatch.setattr(index_mod, "stage_runs_plus", lambda *a: calls.append(1) or real(*a))
+    rel = Relation("S", 3)
+    rel.load(ZSet.from_dict(base))
+    orders = list(permutations(range(3)))
+    for cols in orders:
+        rel.ensure_index(cols)
+    integral = dict(base)
+    for delta, commit in ticks:
+        before = len(calls)
+        rel.stage(ZSet.from_dict(delta, arity=3))
+        assert len(calls) - before == (1 if delta and all(i.runs for i in rel.indexes.values()) else 0)
+        for cols in orders:
+            for kind, want in (("prev", integral), ("delta", delta), ("curr", ref.zadd(integral, delta))):
+                view = rel.view(kind, cols)
+                assert view.to_zset().to_dict() == permuted(want, cols)
+                for part in view.parts:  # each a well-formed trie: rows strictly increasing
+                    rows = [tuple(r) for r in part.to_zset().keys.tolist()]
+                    assert rows == sorted(set(rows))
+                table, parts = rel.view_table(kind, cols)
+                assert parts == len(view.parts) and table.tolist() == view.parts_table().tolist()
+        if commit:
+            rel.commit()
+            integral = ref.zadd(integral, delta)
+        else:
+            rel.rollback()
+
+
+def test_a_weight_overflow_while_staging_every_index_changes_nothing():
+    rel = Relation("E", 2)
+    rel.load(ZSet.from_dict({(1, 2): 2**62, (2, 3): 1}))
+    rel.ensure_index((1, 0))
+    with pytest.raises(WeightOverflowError, match=r"row \(2, 1\)|row \(1, 2\)"):
+        rel.stage(ZSet.from_dict({(1, 2): 2**62, (3, 1): 1}))
+    assert rel.delta_is_empty()
+    for cols in ((0, 1), (1, 0)):
+        assert rel.view("curr", cols).to_zset().to_dict() == permuted({(1, 2): 2**62, (2, 3): 1}, cols)
+        assert rel.view("delta", cols).to_zset().to_dict() == {}
+    rel.stage(ZSet.from_dict({(3, 1): 1}))
+    rel.commit()
+    assert rel.contents().to_dict() == {(1, 2): 2**62, (2, 3): 1, (3, 1): 1}
 
 
 def test_ensure_index_while_a_delta_is_staged():

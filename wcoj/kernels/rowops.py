@@ -21,7 +21,8 @@ do the same work in one call each, comparing rows column by column:
   merge of a log-structured index's runs: no rows are expanded, no Z-set rebuilt);
 * ``trie_of_rows_flat``, ``merge_tries_flat``, ``trie_of_rows_plus``: the same into one
   flat buffer with room ``n`` per level (a tick's tries), and a tick's change built and
-  merged into an index's last run in one call.
+  merged into an index's last run in one call; ``stage_runs_plus`` does it for every
+  index of a relation.
 
 Weights use the checked arithmetic of ``weights``; kernels return the first offending
 row (or -1) and the wrappers raise, as everywhere else.
@@ -34,8 +35,8 @@ from .term import _bsearch, _load, row_weights
 from .weights import _add_overflows
 
 __all__ = ["sort_small_into", "merge_rows_into", "trie_of_rows_into", "trie_of_rows_flat",
-           "merge_tries_into", "merge_tries_flat", "trie_of_rows_plus", "first_outside", "edge_delta_into",
-           "pack_edge_ops", "last_edge_ops_into", "row_weights_lockstep", "SMALL_ROWS"]
+           "merge_tries_into", "merge_tries_flat", "trie_of_rows_plus", "stage_runs_plus", "first_outside",
+           "edge_delta_into", "pack_edge_ops", "last_edge_ops_into", "row_weights_lockstep", "SMALL_ROWS"]
 
 SMALL_ROWS = 256  # insertion sort below this many rows; the packed argsort above
 LOCKSTEP = 64  # rows searched together by row_weights_lockstep
@@ -435,6 +436,34 @@ def trie_of_rows_plus(keys, cols, weights, order, sort, buf, table, TA, n2, buf2
     ``merge_tries_flat`` returns."""
     trie_of_rows_flat(keys, cols, weights, order, sort, buf, table)
     return merge_tries_flat(TA, table, n2, buf2, bad_row, table2)
+
+
+@njit(cache=True, nogil=True)
+def stage_runs_plus(keys, weights, cols, sort, TA, n2, buf, tables, bad_row):
+    """``trie_of_rows_plus`` for several indexes of one relation in one call: a tick's
+    change staged in every column order and merged into each index's last run.
+
+    ``keys``/``weights``: the change, unique rows; index ``i`` takes the columns in the
+    order ``cols[i]`` (``int64[n_idx, r]``), sorting the rows first when ``sort[i]``
+    (else they are already in that order); its last run has the table
+    ``TA[i * r:(i + 1) * r]`` and the merge gets room ``n2[i]``. ``buf`` holds, index
+    after index, the change's trie (room ``n``) then the merged trie (room ``n2[i]``) in
+    ``trie_of_rows_flat``'s layout; their tables go to ``tables[i, 0]`` and
+    ``tables[i, 1]`` (``int64[n_idx, 2, r, 6]``). Returns -1, or the first index whose
+    merge overflows a weight (its row in ``bad_row``).
+    """
+    n, r = keys.shape
+    s1 = r * n + max(r - 1, 1) * (n + 1) + n
+    at = 0
+    for i in range(cols.shape[0]):
+        m = n2[i]
+        s2 = r * m + max(r - 1, 1) * (m + 1) + m
+        order = np.arange(n)
+        if trie_of_rows_plus(keys, cols[i], weights, order, sort[i], buf[at:at + s1], tables[i, 0],
+                             TA[i * r:(i + 1) * r], m, buf[at + s1:at + s1 + s2], bad_row, tables[i, 1]) >= 0:
+            return i
+        at += s1 + s2
+    return -1
 
 
 @njit(cache=True, nogil=True, inline="always")

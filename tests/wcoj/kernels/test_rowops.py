@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from wcoj.extenders import TrieArrays
 from wcoj.kernels.rowops import (edge_delta_into, first_outside, last_edge_ops_into, merge_rows_into,
-                                  merge_tries_flat, merge_tries_into, trie_of_rows_plus,
+                                  merge_tries_flat, merge_tries_into, stage_runs_plus, trie_of_rows_plus,
                                   pack_edge_ops, row_weights_lockstep, sort_small_into, trie_of_rows_into)
 
 I64 = np.int64
@@ -213,6 +213,40 @@ def test_trie_of_rows_plus_builds_then_merges(case):
         assert_same_levels(got, _levels(want, k))
     else:
         assert c[-1] == 0
+
+
+@given(st.integers(1, 3).flatmap(lambda k: st.tuples(rows_and_weights(width=k), rows_and_weights(width=k),
+                                                    st.lists(st.permutations(range(k)), min_size=1, max_size=3))))
+def test_stage_runs_plus_equals_trie_of_rows_plus_per_index(case):
+    (k, ra, wa), (_, rb, wb), orders = case
+    za, zb = consolidated(ra, wa), consolidated(rb, wb)
+    if not (za and zb):
+        return
+    keys, w = np.array(list(zb), I64), np.array(list(zb.values()), I64)  # sorted: the natural order
+    size = lambda m: k * m + max(k - 1, 1) * (m + 1) + m  # noqa: E731
+
+    def flat(buf, table, m):  # the trie trie_of_rows_flat's layout holds in buf (room m)
+        c = table[:, 1]
+        return TrieArrays([buf[j * m:j * m + c[j]] for j in range(k)],
+                          [buf[k * m + j * (m + 1):k * m + j * (m + 1) + c[j] + 1] for j in range(k - 1)],
+                          buf[size(m) - m:size(m) - m + c[-1]])
+
+    n, n2 = len(zb), len(za) + len(zb)
+    lasts = [_levels({tuple(r[c] for c in cols): x for r, x in za.items()}, k) for cols in orders]
+    cols = np.array(orders, I64).reshape(len(orders), k)
+    sort = np.array([list(c) != list(range(k)) for c in orders])
+    buf = np.full(len(orders) * (size(n) + size(n2)), -7, I64)
+    tables, bad_row = np.empty((len(orders), 2, k, 6), I64), np.empty(k, I64)
+    assert stage_runs_plus(keys, w, cols, sort, np.concatenate([t.table() for t in lasts]),
+                           np.full(len(orders), n2, I64), buf, tables, bad_row) == -1
+    for i in range(len(orders)):
+        b1, b2 = np.empty(size(n), I64), np.empty(size(n2), I64)
+        t1, t2 = np.empty((k, 6), I64), np.empty((k, 6), I64)
+        assert trie_of_rows_plus(keys, cols[i], w, np.arange(n, dtype=I64), True, b1, t1, lasts[i].table(),
+                                 n2, b2, np.empty(k, I64), t2) == -1
+        at = i * (size(n) + size(n2))
+        assert_same_levels(flat(buf[at:at + size(n)], tables[i, 0], n), flat(b1, t1, n))
+        assert_same_levels(flat(buf[at + size(n):at + size(n) + size(n2)], tables[i, 1], n2), flat(b2, t2, n2))
 
 
 @given(st.integers(1, 3).flatmap(lambda k: st.tuples(
