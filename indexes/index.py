@@ -129,20 +129,28 @@ class IncrementalIndex:
         return older <= MERGE_RATIO * newer or older < MIN_RUN
 
     def commit(self) -> None:
-        """Append the staged change as a run and merge runs geometrically."""
-        if self.staged is None:
+        """Append the staged change as a run and merge runs geometrically.
+
+        The committed runs are the parts ``curr`` had, so ``curr``'s view and table, if
+        made, become ``prev``'s (unless a merge follows)."""
+        staged = self.staged
+        if staged is None:
             return
-        if self.tail is not None:  # merged when staged
-            self.n_merged_rows += len(self.runs[-1]) + len(self.staged)
-            self.runs[-1:] = [self.tail] if len(self.tail) else []
+        runs, tail = self.runs, self.tail
+        if tail is not None:  # merged when staged
+            self.n_merged_rows += runs[-1].n_rows + staged.n_rows
+            runs[-1:] = [tail] if tail.n_rows else []
         else:
-            self.runs.append(self.staged)
+            runs.append(staged)
+        v, t = self._views.get("curr"), self._tables.get("curr")
         self.staged = self.tail = None
-        self._views, self._tables = {}, {}
-        while len(self.runs) >= 2 and self._merges(len(self.runs[-2]), len(self.runs[-1])):
-            merged = self.runs[-2].plus(self.runs[-1])
-            self.n_merged_rows += len(self.runs[-2]) + len(self.runs[-1])
-            self.runs[-2:] = [merged] if len(merged) else []
+        self._views = {"prev": v} if v is not None else {}
+        self._tables = {"prev": t} if t is not None else {}
+        while len(runs) >= 2 and self._merges(runs[-2].n_rows, runs[-1].n_rows):
+            merged = runs[-2].plus(runs[-1])
+            self.n_merged_rows += runs[-2].n_rows + runs[-1].n_rows
+            runs[-2:] = [merged] if merged.n_rows else []
+            self._views, self._tables = {}, {}
 
     def view(self, kind: str) -> TrieView:
         """``prev``, ``delta`` or ``curr`` as a ``PrefixExtender`` (the same object until
@@ -317,7 +325,8 @@ class Relation:
     def view_table(self, kind: str, columns: tuple[int, ...]) -> tuple[np.ndarray, int]:
         """``view(kind, columns)``'s stacked part tables and number of parts
         (``IncrementalIndex.view_table``): the fused delta rule's fast path."""
-        return self.ensure_index(columns).view_table(kind)
+        idx = self.indexes.get(columns)
+        return (idx if idx is not None else self.ensure_index(columns)).view_table(kind)
 
     def delta_is_empty(self) -> bool:
         return len(self.delta) == 0

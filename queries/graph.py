@@ -40,6 +40,7 @@ __all__ = ["Graph", "GraphView", "Tick", "as_edge_array", "settle_heap", "warm_u
 
 I64 = npt.NDArray[np.int64]
 MAX_ID = (1 << 62) - 1
+_PART_ROWS = np.arange(0, 2 * 64, 2, dtype=np.int64)  # the level-0 row of each part of a binary view
 _OPS = {"<": np.less, "!=": np.not_equal}
 
 
@@ -271,16 +272,17 @@ class Graph:
         n = len(inserts) + len(deletes)
         if not n:
             return ZSet.empty(2)
-        prev = self.relations[self.primary].view("prev", (0, 1))
+        rel = self.relations[self.primary]
+        table, parts = rel.view_table("prev", (0, 1))
         keys, w = np.empty((n, 2), dtype=np.int64), np.empty(n, dtype=np.int64)
-        m = edge_delta_into(inserts, deletes, not self.directed, prev.parts_table(),
-                            np.arange(0, 2 * len(prev.parts), 2, dtype=np.int64), keys, w)
+        first = _PART_ROWS[:parts] if parts <= len(_PART_ROWS) else np.arange(0, 2 * parts, 2, dtype=np.int64)
+        m = edge_delta_into(inserts, deletes, not self.directed, table, first, keys, w)
         if m >= 0:  # one kernel call; else ids too large to pack, or an overflow to report
             return ZSet(keys[:m], w[:m])
         rows, insert = _last_ops(inserts, deletes, normalise=not self.directed)
         if not len(rows):
             return ZSet.empty(2)
-        have = prev.weight(rows) > 0
+        have = rel.view("prev", (0, 1)).weight(rows) > 0
         change = insert != have
         return ZSet(np.ascontiguousarray(rows[change]), np.where(insert[change], 1, -1).astype(np.int64))
 

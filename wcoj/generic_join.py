@@ -709,8 +709,9 @@ class IncrementalGenericJoin:
 
     def _fused_layout(self):
         """``(sources, terms)`` for ``_fused_delta``, or ``None`` when some term's plan
-        cannot run in ``run_terms``: the distinct ``(source, kind, columns)`` views the
-        terms read, and per term ``(i, the index of each of its atoms' view)``. Cached."""
+        cannot run in ``run_terms``: the distinct ``(source, kind, columns)`` views
+        the terms read, and per term ``(the source of its delta atom, the index of each of
+        its atoms' view, the index of its delta atom's view)``. Cached."""
         if self._layout is None:
             n = len(self.atoms)
             keys: dict = {}
@@ -720,8 +721,9 @@ class IncrementalGenericJoin:
                 if not plan.fusable:
                     self._layout = False
                     return None
-                terms.append((i, tuple([keys.setdefault((id(src), kind, cols), (len(keys), src, kind, cols))[0]
-                                        for src, kind, cols, _ in spec])))
+                idx = tuple([keys.setdefault((id(src), kind, cols), (len(keys), src, kind, cols))[0]
+                             for src, kind, cols, _ in spec])
+                terms.append((self.atoms[i][0], idx, idx[i]))
             self._layout = ([(src, kind, cols) for _, src, kind, cols in keys.values()], terms)
         return self._layout or None
 
@@ -736,8 +738,8 @@ class IncrementalGenericJoin:
         stacked: list = [None] * len(sources)  # per distinct view: (stacked tables, parts, the view or None)
         live, tables, n_parts = [], [], []
         rows = 0
-        for i, idx in terms:
-            if self.atoms[i][0].delta_is_empty():
+        for i, (src, idx, d) in enumerate(terms):
+            if src.delta_is_empty():
                 continue
             counts = []
             for j in idx:
@@ -747,13 +749,14 @@ class IncrementalGenericJoin:
                     if st is None:
                         return None
                 counts.append(st[1])
+                tables.append(st[0])
             if 0 in counts:  # an atom without rows: the term is empty
+                del tables[len(tables) - len(idx):]
                 continue
             live.append(i)
-            delta_table, r = stacked[idx[i]][0], len(sources[idx[i]][2])
-            rows += int(delta_table[r - 1, 1]) if counts[i] == 1 else int(delta_table[r - 1::r, 1].sum())
-            tables.extend([stacked[j][0] for j in idx])
             n_parts.append(tuple(counts))
+            delta_table, r = stacked[d][0], len(sources[d][2])
+            rows += int(delta_table[r - 1, 1]) if stacked[d][1] == 1 else int(delta_table[r - 1::r, 1].sum())
         if not live:
             return ZSet.empty(len(self.output))
         key = (tuple(live), tuple(n_parts))
