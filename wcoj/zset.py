@@ -34,6 +34,7 @@ __all__ = ["ZSet", "consolidate", "checked_weights", "raise_overflow"]
 
 I64 = npt.NDArray[np.int64]
 _I64_MIN, _I64_MAX = int(wk.I64_MIN), int(wk.I64_MAX)
+SMALL_TOTAL = 64  # total() adds up to this many weights in Python (no allocation, no kernel call)
 
 
 def raise_overflow(op: str, left: Any, right: Any, row: int | tuple) -> None:
@@ -274,7 +275,14 @@ class ZSet:
         return list(zip(map(tuple, self.keys.tolist()), self.weights.tolist()))
 
     def total(self) -> int:
-        """Sum of all weights (the size of a multiset), checked."""
+        """Sum of all weights (the size of a multiset), checked: raises
+        ``WeightOverflowError`` when it does not fit in int64 (above ``SMALL_TOTAL`` rows,
+        also when a partial sum does not). A tick's few rows are added as Python ints."""
+        if self.weights.shape[0] <= SMALL_TOTAL:
+            t = sum(self.weights.tolist())
+            if not _I64_MIN <= t <= _I64_MAX:
+                raise WeightOverflowError(f"sum of all weights {t} does not fit in int64")
+            return t
         out = np.empty(1, dtype=np.int64)
         if wk.segment_sum_into(self.weights, np.zeros(1, dtype=np.int64), out) >= 0:
             raise WeightOverflowError("sum of all weights does not fit in int64")

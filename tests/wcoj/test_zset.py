@@ -347,9 +347,14 @@ def test_consolidate_overflow_names_row_and_values_and_leaves_inputs():
         consolidate(np.array([[0], [0]]), np.array([I64_MIN, -1]))
 
 
-def test_total_overflow_is_refused():
+@pytest.mark.parametrize("pad", [0, 100], ids=["small", "large"])  # Python ints / the kernel
+def test_total_overflow_is_refused(pad):
+    filler = {(i,): (-1) ** (i + 1) for i in range(10, 10 + pad)}  # -1, +1, ...: sums to 0
+    assert ZSet.from_dict({(1,): I64_MAX - 1, (2,): 1, **filler}).total() == I64_MAX
     with pytest.raises(WeightOverflowError):
-        ZSet.from_dict({(1,): I64_MAX, (2,): 1}).total()
+        ZSet.from_dict({(1,): I64_MAX, (2,): 1, **filler}).total()
+    with pytest.raises(WeightOverflowError):
+        ZSet.from_dict({(1,): I64_MIN, (2,): -1, **filler}).total()
 
 
 @example(0)
