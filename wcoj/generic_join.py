@@ -831,7 +831,7 @@ class _TermsProgram:
     """
 
     __slots__ = ("at", "deep", "fixed", "part_rows", "shape", "term_levels", "term_parts", "out_cols",
-                 "first_part")
+                 "first_part", "_slots", "_terms")
 
     def __init__(self, terms: list, output: list[str]):
         """``terms``: per term ``(plan, order, n_parts per atom, arity per atom, its delta
@@ -870,6 +870,8 @@ class _TermsProgram:
         self.term_parts = np.array(term_parts, dtype=np.int64)
         self.out_cols = np.array(out_cols, dtype=np.int64).reshape(len(terms), len(output))
         self.first_part = np.array(first_part, dtype=np.int64)
+        self._slots = (self.at, self.deep, self.fixed, self.part_rows)  # run's arguments, in order
+        self._terms = (self.term_levels, self.term_parts, self.out_cols)
 
     def run(self, table, limit: int, shares: int = 1):
         """``(status, keys, w)`` from ``run_terms`` over ``table``, the stacked
@@ -877,11 +879,11 @@ class _TermsProgram:
         the rows in that many shares run on as many threads (the kernels release the GIL),
         each holding up to ``limit`` rows per level. The caller keeps the parts alive: the
         kernel reads their addresses."""
-        args = (table, self.at, self.deep, self.fixed, self.part_rows, *self.shape,
-                self.term_levels, self.term_parts, self.out_cols, limit, self.first_part)
         if shares <= 1:
-            status, _, keys, w = run_program(*args, 0, 1)
+            status, _, keys, w = run_program(table, *self._slots, *self.shape, *self._terms, limit, self.first_part,
+                                             0, 1)
             return status, keys, w
+        args = (table, *self._slots, *self.shape, *self._terms, limit, self.first_part)
         outs = list(_pool().map(lambda i: run_program(*args, i, shares), range(shares)))
         bad = [o[0] for o in outs if o[0] < 0]
         if bad:
