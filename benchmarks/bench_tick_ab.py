@@ -6,16 +6,21 @@ commits) cannot be loaded twice in one process, and this host's timings drift by
 between runs, so two separate runs say little. Here the two trees run at the same time,
 each in its own process pinned to its own core, over the same graph and the same ticks;
 then they swap cores (the cores differ too) and run again, ``--rounds`` times. Whatever
-the host does during a round, both see it.
+the host does during a round, both see it. Pinned, a tree's own threads (the thread
+shares of a large delta, background merges) share its core; ``--sequential`` runs the
+trees one after the other on every core instead, alternating which goes first (then
+the host's drift between runs is in the ratios: use more rounds).
 
 Each process builds a triangle view over a generated power-law graph (``--edges``), runs
 ``warm_up`` and ``settle_heap`` as ``wcoj stream`` does, then per k ``--ticks`` ticks of k
-random edge changes (90% inserts; ``benchmarks.bench_triangles.make_tick``) after 50
-unmeasured ones, timing ``Graph.apply``; at the end both must hold the same count. The
+random edge changes (90% inserts; ``benchmarks.bench_triangles.make_tick``; fewer when
+that would pass 200,000 changes, at least 5) after as many unmeasured ones, at most 50,
+timing ``Graph.apply``; at the end both must hold the same count. The
 other commit's tree is extracted with ``git archive`` under the system's temporary
 directory and kept there, so its Numba cache survives between runs (the first run
-compiles it: a minute or two). Prints per round and k the median tick of each tree and
-``base/new`` (> 1: this tree is faster), then the median ratio over rounds.
+compiles it: a minute or two). Prints per round and k the median, p90 and largest tick of
+each tree and ``base/new`` of the medians (> 1: this tree is faster), then the median
+ratio over rounds.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+CHANGES = 200_000  # at most this many edge changes per k (at least 5 ticks), so the graph does not grow far
 
 
 def worker(args) -> None:
@@ -51,14 +57,16 @@ def worker(args) -> None:
     n = int(base.max()) + 1
     out = {}
     for k in args.ks:
-        ticks = [make_tick(rng, base, n, k) for _ in range(args.ticks + 50)]
+        count = max(5, min(args.ticks, CHANGES // k))
+        warm = min(50, count)
+        ticks = [make_tick(rng, base, n, k) for _ in range(warm + count)]
         lat = []
         for i, (ins, dels) in enumerate(ticks):
             t = time.perf_counter()
             g.apply(inserts=ins, deletes=dels)
-            if i >= 50:
+            if i >= warm:
                 lat.append(time.perf_counter() - t)
-        out[str(k)] = [float(np.median(lat)), float(np.percentile(lat, 90))]
+        out[str(k)] = [float(np.median(lat)), float(np.percentile(lat, 90)), float(max(lat))]
     out["count"] = view.count
     print(json.dumps(out))
 
@@ -97,6 +105,9 @@ def main(argv=None) -> None:
     ap.add_argument("--ks", type=int, nargs="+", default=[1, 10, 1000], help="changes per tick (default 1 10 1000)")
     ap.add_argument("--ticks", type=int, default=1000, help="measured ticks per k (default 1000)")
     ap.add_argument("--rounds", type=int, default=2, help="runs of both trees; cores swap each round (default 2)")
+    ap.add_argument("--sequential", action="store_true",
+                    help="run the trees one after the other, unpinned (what uses a second core, such as the "
+                         "delta's thread shares or background merges, then has one)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -111,27 +122,31 @@ def main(argv=None) -> None:
     print(header("tick_ab", args.seed, base=args.base, edges=f"{args.edges:.0e}", ticks=args.ticks))
     base = base_tree(args.base)
     cpus = sorted(os.sched_getaffinity(0))
-    side_by_side = len(cpus) >= 2
+    side_by_side = len(cpus) >= 2 and not args.sequential
     if not side_by_side:
-        print("one core: the trees run one after the other, alternating")
+        print("the trees run one after the other on every core, alternating which goes first")
     print(f"\n## Graph.apply median per tick, microseconds (base = {args.base}, new = this tree)")
-    print(f"{'round':>6}{'k':>8}{'new':>10}{'base':>10}{'base/new':>10}{'new p90':>10}{'base p90':>10}")
+    print(f"{'round':>6}{'k':>8}{'new':>10}{'base':>10}{'base/new':>10}{'new p90':>10}{'base p90':>10}"
+          f"{'new max':>10}{'base max':>10}")
     ratios: dict[int, list[float]] = {k: [] for k in args.ks}
     for r in range(args.rounds):
         a, b = (cpus[0], cpus[1]) if r % 2 == 0 else (cpus[1], cpus[0])
         if side_by_side:
             pn, pb = launch(ROOT, a, args), launch(base, b, args)
             new, old = result(pn, "new"), result(pb, "base")
-        else:
+        elif r % 2 == 0:
             new = result(launch(ROOT, None, args), "new")
             old = result(launch(base, None, args), "base")
+        else:
+            old = result(launch(base, None, args), "base")
+            new = result(launch(ROOT, None, args), "new")
         if new["count"] != old["count"]:
             raise SystemExit(f"round {r + 1}: the triangle counts differ ({new['count']} new, {old['count']} base)")
         for k in args.ks:
-            (mn, pn90), (mb, pb90) = new[str(k)], old[str(k)]
+            (mn, pn90, xn), (mb, pb90, xb) = new[str(k)], old[str(k)]
             ratios[k].append(mb / mn)
             print(f"{r + 1:>6}{k:>8}{mn * 1e6:>10.1f}{mb * 1e6:>10.1f}{mb / mn:>10.2f}{pn90 * 1e6:>10.1f}"
-                  f"{pb90 * 1e6:>10.1f}", flush=True)
+                  f"{pb90 * 1e6:>10.1f}{xn * 1e6:>10.0f}{xb * 1e6:>10.0f}", flush=True)
     print("\nmedian base/new over rounds: "
           + ", ".join(f"k={k}: {statistics.median(v):.2f}" for k, v in ratios.items()))
 

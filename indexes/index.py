@@ -4,7 +4,11 @@ An ``IncrementalIndex`` holds one relation in one column order as a few immutabl
 (tries): a large base plus smaller recent runs, merged geometrically (a run is merged into
 the one before it once it grows to a quarter of that one's size, and runs under
 ``MIN_RUN`` rows are merged eagerly), so committing a tick of ``k`` changes costs
-O(k log N) amortised, never a rebuild. A tick has three views (DBSP's names):
+O(k log N) amortised, never a rebuild. A merge of at least ``BACKGROUND_ROWS`` rows runs
+on a background thread (the kernels release the GIL) when it is also ``BACKGROUND_RATIO``
+times the tick's change: the two runs stay parts of the views until a later commit takes
+the merged run in, so a small tick never waits for a large merge.
+A tick has three views (DBSP's names):
 
 * ``delta``: this tick's change (Δ), staged but not committed;
 * ``prev``: z^-1 of the integral, the state before this tick (every committed run);
@@ -43,11 +47,23 @@ from wcoj.zset import ZSet
 from wcoj.kernels.rowops import SMALL_ROWS, stage_runs_plus
 from indexes.trie import PIN_ROWS, Trie, TrieView, _flat_size
 
-__all__ = ["IncrementalIndex", "Relation", "MERGE_RATIO", "MIN_RUN"]
+__all__ = ["IncrementalIndex", "Relation", "MERGE_RATIO", "MIN_RUN", "BACKGROUND_ROWS", "BACKGROUND_RATIO"]
 
 MERGE_RATIO = 4   # a run merges into its predecessor when it reaches 1/MERGE_RATIO of its size
 MIN_RUN = 4096    # runs smaller than this are merged eagerly (cheap, keeps views few-part)
+BACKGROUND_ROWS = 1 << 16  # merges of at least this many rows run on a background thread, when they
+BACKGROUND_RATIO = 32      # are also this many times the tick's change (else its own work dwarfs them)
 VIEWS = ("prev", "delta", "curr")
+_MERGER = None
+
+
+def _merger():
+    """The thread that runs large merges (created on first use; one for all indexes)."""
+    global _MERGER
+    if _MERGER is None:
+        from concurrent.futures import ThreadPoolExecutor
+        _MERGER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wcoj-merge")
+    return _MERGER
 
 
 class IncrementalIndex:
@@ -72,6 +88,9 @@ class IncrementalIndex:
         self._views: dict[str, TrieView] = {}  # until the runs or the staged change
         self._tables: dict[str, tuple] = {}  # the same for view_table
         self.n_merged_rows = 0  # rows rewritten by merges since creation (for amortisation checks)
+        self._pending = None  # (future, older run, newer run): a merge on the background thread
+        self._merge_now = False  # the last background merge failed: redo it here, raising its error
+        self._rescan = False  # some pair may break the policy before the last one (see _merge_loop)
 
     def __repr__(self) -> str:
         return f"IncrementalIndex(columns={self.columns}, runs={[len(r) for r in self.runs]})"
@@ -87,6 +106,7 @@ class IncrementalIndex:
         self.runs = [self._trie(z)] if len(z) else []
         self.staged = self.tail = None
         self._views, self._tables = {}, {}
+        self._pending, self._merge_now, self._rescan = None, False, False  # a merge under way is of runs now gone
 
     def stage(self, delta: ZSet) -> None:
         """Stage this tick's change (natural column order); nothing is committed yet.
@@ -98,7 +118,7 @@ class IncrementalIndex:
         self._keep_prev()  # the runs do not change
         if not len(delta):
             return
-        if self.runs and self._merges(len(self.runs[-1]), len(delta)):
+        if self.merges_last(len(delta)):
             self.staged, self.tail = self.runs[-1].plus_rows(delta.keys, delta.weights, presorted=self._natural,
                                                              columns=None if self._natural else self._cols)
         else:
@@ -128,6 +148,24 @@ class IncrementalIndex:
         ``older`` rows before it."""
         return older <= MERGE_RATIO * newer or older < MIN_RUN
 
+    def merges_last(self, rows: int) -> bool:
+        """Whether staging a change of ``rows`` rows merges it into the last run (not
+        while that run is in a background merge)."""
+        runs = self.runs
+        return bool(runs) and self._merges(runs[-1].n_rows, rows) and not (
+            self._pending is not None and self._pending[2] is runs[-1])
+
+    def settle(self) -> None:
+        """Wait for background merges until the runs meet the geometric policy again
+        (for tests and measurements; ticks never wait). With a change staged, only waits:
+        its commit takes the result in."""
+        while self._pending is not None:
+            self._pending[0].exception()  # waits; an error is taken up by _adopt
+            if self.staged is not None:
+                return
+            if self._adopt() | self._merge_loop():
+                self._views, self._tables = {}, {}
+
     def commit(self) -> None:
         """Append the staged change as a run and merge runs geometrically.
 
@@ -146,11 +184,65 @@ class IncrementalIndex:
         self.staged = self.tail = None
         self._views = {"prev": v} if v is not None else {}
         self._tables = {"prev": t} if t is not None else {}
-        while len(runs) >= 2 and self._merges(runs[-2].n_rows, runs[-1].n_rows):
-            merged = runs[-2].plus(runs[-1])
-            self.n_merged_rows += runs[-2].n_rows + runs[-1].n_rows
-            runs[-2:] = [merged] if merged.n_rows else []
+        if self._adopt() | self._merge_loop(staged.n_rows):
             self._views, self._tables = {}, {}
+
+    def _merge_loop(self, change: int = 0) -> bool:
+        """Merge neighbouring runs while the geometric policy asks for it, from the last
+        pair leftwards. A merge of at least ``BACKGROUND_ROWS`` rows, and
+        ``BACKGROUND_RATIO`` times the ``change`` just committed, goes to the background
+        thread when none is under way (a later commit takes its result in): it would
+        make this tick many times slower than its neighbours. With one under way, other
+        merges run here, and a pair with a run in it waits for a later commit. Returns
+        whether the runs changed."""
+        runs = self.runs
+        if not self._rescan and (len(runs) < 2 or not self._merges(runs[-2].n_rows, runs[-1].n_rows)):
+            return False  # the usual commit: only the last pair can be new
+        busy = self._pending[1:] if self._pending is not None else ()
+        changed = held = False
+        j = len(runs) - 1
+        while j >= 1:
+            a, b = runs[j - 1], runs[j]
+            if not self._merges(a.n_rows, b.n_rows):
+                j -= 1
+                continue
+            if any(r is a or r is b for r in busy):
+                held = True  # one of them is in the merge under way
+                j -= 1
+                continue
+            rows = a.n_rows + b.n_rows
+            if rows >= BACKGROUND_ROWS and rows >= BACKGROUND_RATIO * change and not self._merge_now and not busy:
+                self._pending = (_merger().submit(a.plus, b), a, b)
+                busy = (a, b)
+                held = True
+                j -= 1
+                continue
+            self._merge_now = False
+            merged = a.plus(b)
+            self.n_merged_rows += a.n_rows + b.n_rows
+            runs[j - 1:j + 1] = [merged] if merged.n_rows else []
+            changed = True
+            j = min(j - 1, len(runs) - 1)  # the merged run against its left neighbour
+        self._rescan = held
+        return changed
+
+    def _adopt(self) -> bool:
+        """Take in the run of a finished background merge (replacing the two it merged,
+        still side by side in ``runs``). Returns whether the runs changed."""
+        p = self._pending
+        if p is None or not p[0].done():
+            return False
+        self._pending = None
+        future, a, b = p
+        if future.exception() is not None:  # e.g. a weight overflow: _merge_loop redoes it and raises
+            self._merge_now = self._rescan = True
+            return False
+        i = next(j for j, r in enumerate(self.runs) if r is a)
+        merged = future.result()
+        self.runs[i:i + 2] = [merged] if merged.n_rows else []
+        self.n_merged_rows += a.n_rows + b.n_rows
+        self._rescan = True  # the merged run against its neighbours
+        return True
 
     def view(self, kind: str) -> TrieView:
         """``prev``, ``delta`` or ``curr`` as a ``PrefixExtender`` (the same object until
@@ -283,7 +375,7 @@ class Relation:
             if not idx.runs:
                 return False
             m = idx.runs[-1].n_rows
-            if m + n > PIN_ROWS or not idx._merges(m, n):
+            if m + n > PIN_ROWS or not idx.merges_last(n):
                 return False
             rooms.append(m + n)
         r = self.arity
@@ -317,6 +409,11 @@ class Relation:
         for idx in self.indexes.values():
             idx.rollback()
         self.delta = ZSet.empty(self.arity)
+
+    def settle(self) -> None:
+        """``IncrementalIndex.settle`` on every index: wait for background merges."""
+        for idx in self.indexes.values():
+            idx.settle()
 
     # IncrementalSource
     def view(self, kind: str, columns: tuple[int, ...]) -> TrieView:

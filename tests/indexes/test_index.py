@@ -2,6 +2,7 @@
 geometric merging (few runs, O(N log N) rows rewritten) and indexes built on demand."""
 
 import math
+import threading
 from itertools import permutations
 
 import numpy as np
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 import indexes.index as index_mod
 from indexes import IncrementalIndex, Relation
+from indexes.trie import Trie
 from wcoj.errors import ArityMismatchError, InputError, WeightOverflowError
 from wcoj.zset import ZSet
 
@@ -34,12 +36,17 @@ def streams(draw):
     return arity, tuple(columns), ticks
 
 
-@pytest.fixture(params=[index_mod.MIN_RUN, 1], ids=["default", "min_run=1"])
+@pytest.fixture(params=["default", "min_run=1", "background"])
 def min_run(request, monkeypatch):
     """Run each test with the eager small-run merging on (default) and off (min_run=1),
-    so that several runs exist even for small inputs."""
-    monkeypatch.setattr(index_mod, "MIN_RUN", request.param)
-    return request.param
+    so that several runs exist even for small inputs, and off with every merge of 4 rows
+    or more on the background thread (background)."""
+    if request.param != "default":
+        monkeypatch.setattr(index_mod, "MIN_RUN", 1)
+    if request.param == "background":
+        monkeypatch.setattr(index_mod, "BACKGROUND_ROWS", 4)
+        monkeypatch.setattr(index_mod, "BACKGROUND_RATIO", 0)
+    return index_mod.MIN_RUN
 
 
 # ------------------------------------------------------------------ IncrementalIndex
@@ -62,6 +69,8 @@ def test_views_of_every_tick_equal_the_integral(min_run, s):
             idx.rollback()
         assert idx.view("prev").to_zset().to_dict() == permuted(integral, columns)
         assert idx.view("delta").to_zset().to_dict() == {}
+        idx.settle()  # a background merge under way may hold the policy off for a while
+        assert idx.view("prev").to_zset().to_dict() == permuted(integral, columns)
         assert all(len(r) for r in idx.runs)           # no empty runs are kept
         for a, b in zip(idx.runs, idx.runs[1:]):       # the geometric invariant
             assert len(a) > index_mod.MERGE_RATIO * len(b) or len(a) < min_run
@@ -77,6 +86,7 @@ def test_many_single_row_commits_keep_few_runs(min_run):
         idx.stage(ZSet.from_dict({row: 1}))
         idx.commit()
         integral[row] = 1
+    idx.settle()
     assert len(idx.runs) <= 10
     if min_run == 1:
         # rows rewritten by merges: a rebuild per commit would be ~n^2/2 = 2,000,000;
@@ -94,7 +104,79 @@ def test_deletes_that_cancel_a_whole_run_drop_it(min_run):
     for i in range(40):
         idx.stage(ZSet.from_dict({(i, i): -1}))
         idx.commit()
+    idx.settle()
     assert idx.runs == [] and idx.view("prev").to_zset().to_dict() == {}
+
+
+@pytest.fixture
+def held_merges(monkeypatch):
+    """Background merges wait for ``release`` (set it); ``started`` is set when one does."""
+    monkeypatch.setattr(index_mod, "MIN_RUN", 1)
+    monkeypatch.setattr(index_mod, "BACKGROUND_RATIO", 0)
+    release, started = threading.Event(), threading.Event()
+    real_plus = Trie.plus
+
+    def plus(a, b):
+        if threading.current_thread() is not threading.main_thread():
+            started.set()
+            assert release.wait(10)
+        return real_plus(a, b)
+
+    monkeypatch.setattr(Trie, "plus", plus)
+    yield release, started
+    release.set()
+
+
+def test_a_large_merge_runs_in_the_background_and_no_commit_waits_for_it(monkeypatch, held_merges):
+    release, started = held_merges
+    monkeypatch.setattr(index_mod, "BACKGROUND_ROWS", 8)
+    idx = IncrementalIndex(2, (1, 0))
+    integral = {}
+    for i in range(12):  # runs of 8 and 4 rows, then commits while their merge waits
+        delta = {(i, j): 1 for j in range(8 if i == 0 else 4 if i == 1 else 1)}
+        idx.stage(ZSet.from_dict(delta))
+        idx.commit()
+        integral.update(delta)
+        assert idx.view("prev").to_zset().to_dict() == permuted(integral, (1, 0))
+    assert started.wait(10) and idx._pending is not None  # under way, not waited for
+    assert sum(len(r) for r in idx.runs) == len(integral)
+    release.set()
+    idx.settle()
+    assert idx._pending is None and idx.view("prev").to_zset().to_dict() == permuted(integral, (1, 0))
+    for a, b in zip(idx.runs, idx.runs[1:]):
+        assert len(a) > index_mod.MERGE_RATIO * len(b)
+
+
+def test_a_merge_small_next_to_the_tick_that_asks_for_it_runs_in_the_commit(monkeypatch):
+    monkeypatch.setattr(index_mod, "MIN_RUN", 1)
+    monkeypatch.setattr(index_mod, "BACKGROUND_ROWS", 8)
+    idx = IncrementalIndex(2, (0, 1))
+    idx.load(ZSet.from_rows([(i, i) for i in range(40)]))
+    idx.stage(ZSet.from_rows([(100, 0), (101, 1)]))
+    idx.commit()
+    assert [len(r) for r in idx.runs] == [40, 2]
+    idx.stage(ZSet.from_rows([(102 + i, i) for i in range(8)]))  # the last run grows to 10: 40 + 10 merge
+    idx.commit()
+    assert idx._pending is None and [len(r) for r in idx.runs] == [50]  # 50 rows < 32 x 8: here
+
+
+def test_load_while_a_merge_is_under_way_drops_its_result(monkeypatch, held_merges):
+    release, started = held_merges
+    monkeypatch.setattr(index_mod, "BACKGROUND_ROWS", 2)
+    idx = IncrementalIndex(2, (0, 1))
+    idx.load(ZSet.from_rows([(i, i) for i in range(12)]))
+    for i in range(3):  # a new run grows to 3 rows, a quarter of the base: they merge
+        idx.stage(ZSet.from_rows([(100 + i, i)]))
+        idx.commit()
+    assert started.wait(10) and idx._pending is not None
+    future = idx._pending[0]
+    idx.load(ZSet.from_rows([(9, 9)]))
+    release.set()
+    future.result(10)
+    idx.stage(ZSet.from_rows([(8, 8)]))
+    idx.commit()
+    idx.settle()
+    assert idx.view("prev").to_zset().to_dict() == {(8, 8): 1, (9, 9): 1}
 
 
 def test_load_replaces_the_committed_state():
