@@ -45,7 +45,7 @@ import numpy as np
 from wcoj.errors import ArityMismatchError, InputError
 from wcoj.zset import ZSet
 from wcoj.kernels.rowops import SMALL_ROWS, stage_runs_plus
-from indexes.trie import PIN_ROWS, Trie, TrieView, _flat_size
+from indexes.trie import PIN_ROWS, Trie, TrieView, flat_size
 
 __all__ = ["IncrementalIndex", "Relation", "MERGE_RATIO", "MIN_RUN", "BACKGROUND_ROWS", "BACKGROUND_RATIO"]
 
@@ -379,8 +379,8 @@ class Relation:
                 return False
             rooms.append(m + n)
         r = self.arity
-        s1 = _flat_size(n, r)
-        sizes = [s1 + _flat_size(m, r) for m in rooms]
+        s1 = flat_size(n, r)
+        sizes = [s1 + flat_size(m, r) for m in rooms]
         buf = np.empty(sum(sizes), dtype=np.int64)
         tables = np.empty((len(idxs), 2, r, 6), dtype=np.int64)
         bad_row = np.empty(r, dtype=np.int64)
@@ -391,10 +391,10 @@ class Relation:
         at = 0
         tries = []
         for i, m in enumerate(rooms):
-            t = Trie._of_buffer(buf[at:at + s1], tables[i, 0], n, r)
+            t = Trie.from_flat(buf[at:at + s1], tables[i, 0], n, r)
             if i == bad:
                 idxs[i].runs[-1]._overflow(t, bad_row)  # raises; nothing is staged yet
-            tries.append((t, Trie._of_buffer(buf[at + s1:at + sizes[i]], tables[i, 1], m, r)))
+            tries.append((t, Trie.from_flat(buf[at + s1:at + sizes[i]], tables[i, 1], m, r)))
             at += sizes[i]
         for idx, (t, tail) in zip(idxs, tries):
             idx._stage_merged(t, tail)

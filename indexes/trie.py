@@ -32,7 +32,7 @@ from wcoj.rows import row_order
 from wcoj.kernels.term import address_table, level0_bits, row_weights
 from wcoj.zset import ZSet
 
-__all__ = ["Trie", "TrieView"]
+__all__ = ["Trie", "TrieView", "flat_size"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -67,7 +67,7 @@ def _directory(level0: I64) -> tuple[I64, int]:
     return dense, base
 
 
-def _flat_size(n: int, r: int) -> int:
+def flat_size(n: int, r: int) -> int:
     """Length of the flat buffer of an ``r``-level trie with room ``n`` per level
     (``rowops.trie_of_rows_flat``): values, offsets (one dummy row when ``r = 1``), weights."""
     return r * n + max(r - 1, 1) * (n + 1) + n
@@ -143,7 +143,7 @@ class Trie:
         """The arrays of a trie in ``trie_of_rows_flat``'s layout in ``buf`` (room ``n``
         per level), its table ``table``; no directory (see ``_built``)."""
         c = table[:, 1].tolist()
-        at = _flat_size(n, r) - n
+        at = flat_size(n, r) - n
         values = tuple([buf[j * n:j * n + c[j]] for j in range(r)])
         offsets = tuple([buf[r * n + j * (n + 1):r * n + j * (n + 1) + c[j] + 1] for j in range(r - 1)])
         return TrieArrays.trusted(values, offsets, buf[at:at + c[r - 1]], table)
@@ -192,9 +192,9 @@ class Trie:
         """
         keys, columns, weights, order, sort = _build_args(keys, weights, presorted, columns)
         n, r = keys.shape
-        buf, table = np.empty(_flat_size(n, r), dtype=np.int64), np.empty((r, 6), dtype=np.int64)
+        buf, table = np.empty(flat_size(n, r), dtype=np.int64), np.empty((r, 6), dtype=np.int64)
         trie_of_rows_flat(keys, columns, weights, order, sort, buf, table)
-        return cls._of_buffer(buf, table, n, r)
+        return cls.from_flat(buf, table, n, r)
 
     def plus_rows(self, keys: I64, weights: I64, presorted: bool = False, columns=None) -> tuple[Trie, Trie]:
         """``(t, self.plus(t))`` where ``t = Trie.from_rows(keys, weights, presorted, columns)``,
@@ -212,18 +212,18 @@ class Trie:
             t = Trie.from_rows(keys, weights, presorted, columns)
             return t, self.plus(t)
         keys, columns, weights, order, sort = _build_args(keys, weights, presorted, columns)
-        buf, buf2 = np.empty(_flat_size(n, r), dtype=np.int64), np.empty(_flat_size(n2, r), dtype=np.int64)
+        buf, buf2 = np.empty(flat_size(n, r), dtype=np.int64), np.empty(flat_size(n2, r), dtype=np.int64)
         table, table2 = np.empty((r, 6), dtype=np.int64), np.empty((r, 6), dtype=np.int64)
         bad_row = np.empty(r, dtype=np.int64)
         bad = trie_of_rows_plus(keys, columns, weights, order, sort, buf, table,
                                 self.table(), n2, buf2, bad_row, table2)
-        t = Trie._of_buffer(buf, table, n, r)
+        t = Trie.from_flat(buf, table, n, r)
         if bad >= 0:
             self._overflow(t, bad_row)
-        return t, Trie._of_buffer(buf2, table2, n2, r)
+        return t, Trie.from_flat(buf2, table2, n2, r)
 
     @classmethod
-    def _of_buffer(cls, buf: I64, table: I64, n: int, r: int) -> Trie:
+    def from_flat(cls, buf: I64, table: I64, n: int, r: int) -> Trie:
         """The trie a kernel wrote into ``buf`` in ``trie_of_rows_flat``'s layout (room
         ``n`` per level), its table in ``table``. Too small for a directory or a bit set
         (see ``_built``), its arrays are unpacked when first asked for."""
@@ -263,11 +263,11 @@ class Trie:
         r = self.arity
         n = self.n_rows + other.n_rows
         if n <= PIN_ROWS:  # room n per level: over-allocated, and few Python steps
-            buf = np.empty(_flat_size(n, r), dtype=np.int64)
+            buf = np.empty(flat_size(n, r), dtype=np.int64)
             table, bad_row = np.empty((r, 6), dtype=np.int64), np.empty(r, dtype=np.int64)
             if merge_tries_flat(self.table(), other.table(), n, buf, bad_row, table) >= 0:
                 self._overflow(other, bad_row)
-            return Trie._of_buffer(buf, table, n, r)
+            return Trie.from_flat(buf, table, n, r)
         # a large merge: exact room per level (it is kept long), separate arrays
         room = [a.shape[0] + b.shape[0] for a, b in zip(self.values, other.values)]
         vstart = np.concatenate([[0], np.cumsum(room)]).astype(np.int64)
