@@ -138,7 +138,11 @@ class IncrementalIndex:
     def _keep_prev(self) -> None:
         """Drop the staged change and every cached view but ``prev``'s."""
         self.staged = self.tail = None
-        v, t = self._views.get("prev"), self._tables.get("prev")
+        self._cache_as_prev("prev")
+
+    def _cache_as_prev(self, kind: str) -> None:
+        """Keep only ``kind``'s cached view and table, as ``prev``'s (the runs now are its parts)."""
+        v, t = self._views.get(kind), self._tables.get(kind)
         self._views = {"prev": v} if v is not None else {}
         self._tables = {"prev": t} if t is not None else {}
 
@@ -180,10 +184,8 @@ class IncrementalIndex:
             runs[-1:] = [tail] if tail.n_rows else []
         else:
             runs.append(staged)
-        v, t = self._views.get("curr"), self._tables.get("curr")
         self.staged = self.tail = None
-        self._views = {"prev": v} if v is not None else {}
-        self._tables = {"prev": t} if t is not None else {}
+        self._cache_as_prev("curr")
         if self._adopt() | self._merge_loop(staged.n_rows):
             self._views, self._tables = {}, {}
 
@@ -248,22 +250,22 @@ class IncrementalIndex:
         """``prev``, ``delta`` or ``curr`` as a ``PrefixExtender`` (the same object until
         the next stage, commit or rollback: a tick asks for each several times)."""
         v = self._views.get(kind)
-        if v is not None:
-            return v
-        staged = [self.staged] if self.staged is not None else []
-        if kind == "prev":
-            v = TrieView(list(self.runs), self.arity)
-        elif kind == "delta":
-            v = TrieView(staged, self.arity)
-        elif kind == "curr":
-            if self.tail is not None:
-                v = TrieView(self.runs[:-1] + [self.tail], self.arity)
-            else:
-                v = TrieView(self.runs + staged, self.arity)
-        else:
-            raise InputError(f"unknown view {kind!r}; expected one of {VIEWS}")
-        self._views[kind] = v
+        if v is None:
+            v = self._views[kind] = TrieView(self._parts(kind), self.arity)
         return v
+
+    def _parts(self, kind: str) -> list[Trie]:
+        """The tries view ``kind`` sums, none of them empty (a new list)."""
+        if kind == "prev":
+            return list(self.runs)
+        staged = [self.staged] if self.staged is not None else []
+        if kind == "delta":
+            return staged
+        if kind == "curr":
+            if self.tail is not None:
+                return self.runs[:-1] + ([self.tail] if self.tail.n_rows else [])
+            return self.runs + staged
+        raise InputError(f"unknown view {kind!r}; expected one of {VIEWS}")
 
     def view_table(self, kind: str) -> tuple[np.ndarray, int]:
         """``(table, parts)``: what ``view(kind).parts_table()`` holds and the view's
@@ -273,17 +275,7 @@ class IncrementalIndex:
         t = self._tables.get(kind)
         if t is not None:
             return t
-        if kind == "prev":
-            parts = self.runs
-        elif kind == "delta":
-            parts = [self.staged] if self.staged is not None else []
-        elif kind == "curr":
-            if self.tail is not None:
-                parts = self.runs[:-1] + ([self.tail] if self.tail.n_rows else [])
-            else:
-                parts = self.runs + ([self.staged] if self.staged is not None else [])
-        else:
-            raise InputError(f"unknown view {kind!r}; expected one of {VIEWS}")
+        parts = self._parts(kind)
         if len(parts) == 1:
             t = (parts[0].table(), 1)
         elif parts:
