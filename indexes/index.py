@@ -303,6 +303,7 @@ class Relation:
         self.indexes: dict[tuple[int, ...], IncrementalIndex] = {natural: IncrementalIndex(arity, natural)}
         self.delta: ZSet = ZSet.empty(arity)
         self._together = None  # (indexes, their columns, whether each sorts) for _stage_together
+        self._fused: FusedTick | None = None  # for fused_tick
 
     def __repr__(self) -> str:
         return f"Relation({self.name!r}, arity={self.arity}, rows={len(self.contents())}, indexes={list(self.indexes)})"
@@ -324,7 +325,7 @@ class Relation:
             if len(self.delta):
                 idx.stage(self.delta)
             self.indexes[columns] = idx
-            self._together = None
+            self._together = self._fused = None
         return self.indexes[columns]
 
     def load(self, z: ZSet) -> None:
@@ -357,11 +358,7 @@ class Relation:
         n = len(delta)
         if not n or n > SMALL_ROWS or len(self.indexes) < 2:
             return False
-        if self._together is None:
-            idxs = list(self.indexes.values())
-            self._together = (idxs, np.stack([i._cols for i in idxs]),
-                              np.array([not i._natural for i in idxs]))
-        idxs, cols, sort = self._together
+        idxs, cols, sort = self._together_arrays()
         rooms = []
         for idx in idxs:
             if not idx.runs:
@@ -391,6 +388,58 @@ class Relation:
         for idx, (t, tail) in zip(idxs, tries):
             idx._stage_merged(t, tail)
         return True
+
+    def _together_arrays(self):
+        """``(indexes, their columns, whether each sorts)``, cached until an index is added."""
+        if self._together is None:
+            idxs = list(self.indexes.values())
+            self._together = (idxs, np.stack([i._cols for i in idxs]), np.array([not i._natural for i in idxs]))
+        return self._together
+
+    def fused_tick(self) -> FusedTick | None:
+        """What ``kernels.tick.edge_tick`` needs to stage a tick on every index at once,
+        or ``None`` unless each index will merge any small change into its last run
+        (which is then under ``MIN_RUN`` rows and in no background merge). Only the
+        stacked ``prev`` tables and the last runs' sizes change from tick to tick; the
+        rest is kept while the indexes keep their number of runs."""
+        if self.arity != 2:
+            return None
+        idxs, cols, sort = self._together_arrays()
+        if not idxs[0]._natural:  # FusedTick.first reads the natural index's parts
+            return None
+        shape = []
+        for idx in idxs:
+            runs = idx.runs
+            if not runs or runs[-1].n_rows >= MIN_RUN or not idx.merges_last(1):
+                return None
+            shape.append(len(runs))
+        f = self._fused
+        if f is None or f.shape != shape or f.idxs is not idxs:
+            f = self._fused = FusedTick(idxs, cols, sort, shape)
+        tables = [idx.view_table("prev")[0] for idx in idxs]
+        f.P = np.concatenate(tables) if len(tables) > 1 else np.ascontiguousarray(tables[0])
+        f.last_n = np.array([idx.runs[-1].n_rows for idx in idxs], dtype=np.int64)
+        return f
+
+    def stage_fused(self, f: FusedTick, keys, weights, buf, tables, NP) -> None:
+        """Stage what ``edge_tick`` wrote for ``f`` (``fused_tick()`` of this tick): the
+        change ``keys``/``weights`` (natural order, consolidated), and per index the
+        change's trie and its merge with the last run in ``buf``/``tables``; ``NP`` is
+        ``f.P`` with each last run's table replaced by its merge's (``curr``'s tables)."""
+        n, r = len(keys), self.arity
+        s1 = flat_size(n, r)
+        at = 0
+        for i, idx in enumerate(f.idxs):
+            m = int(f.last_n[i]) + n
+            size = s1 + flat_size(m, r)
+            lo = f.last_rows[i]
+            t = Trie.from_flat(buf[at:at + s1], tables[i, 0], n, r)
+            tail = Trie.from_flat(buf[at + s1:at + size], NP[lo:lo + r], m, r)  # a bit set, if any, goes to NP
+            idx._stage_merged(t, tail)
+            idx._tables["delta"] = (t.table(), 1)
+            idx._tables["curr"] = (NP[f.offsets[i]:lo + r], f.shape[i])
+            at += size
+        self.delta = ZSet(keys, weights)
 
     def commit(self) -> None:
         for idx in self.indexes.values():
@@ -423,3 +472,42 @@ class Relation:
     def nbytes(self) -> int:
         """Bytes held by all indexes."""
         return sum(i.nbytes() for i in self.indexes.values())
+
+
+class FusedTick:
+    """A binary relation's indexes laid out for ``kernels.tick.edge_tick``, for one shape
+    (number of runs per index): their stacked ``prev`` tables ``P`` (set per tick),
+    index ``i``'s first row in ``P`` (``offsets[i]``), its last run's (``last_rows[i]``)
+    and rows (``last_n[i]``, per tick), the level-0 rows of the natural index's parts
+    (``first``), and ``gather(kind, columns)``: where a view's part tables come from
+    (``edge_tick``'s ``G``)."""
+
+    __slots__ = ("idxs", "cols", "sort", "shape", "offsets", "last_rows", "first", "P", "last_n", "_at")
+
+    def __init__(self, idxs: list[IncrementalIndex], cols: np.ndarray, sort: np.ndarray, shape: list[int]):
+        r = 2
+        self.idxs, self.cols, self.sort, self.shape = idxs, cols, sort, shape
+        self.offsets = np.concatenate([[0], np.cumsum(shape)[:-1]]).astype(np.int64) * r
+        self.last_rows = (self.offsets + (np.array(shape, dtype=np.int64) - 1) * r).astype(np.int64)
+        self.first = self.offsets[0] + np.arange(shape[0], dtype=np.int64) * r  # idxs[0] is the natural index
+        self._at = {tuple(int(c) for c in idx.columns): i for i, idx in enumerate(idxs)}
+        self.P = self.last_n = None
+
+    def parts(self, kind: str, columns: tuple[int, ...]) -> int:
+        """Parts of view ``kind`` of the index in ``columns`` order after staging (``curr``
+        keeps the number of runs: the change merges into the last)."""
+        return 1 if kind == "delta" else self.shape[self._at[tuple(columns)]]
+
+    def gather(self, kind: str, columns: tuple[int, ...]) -> np.ndarray:
+        """``edge_tick``'s ``G`` entries for view ``kind`` of the index in ``columns``
+        order: rows of ``P`` (>= 0), or ``-1 - row`` of the staged tables."""
+        i, r = self._at[tuple(columns)], 2
+        lo, last = int(self.offsets[i]), int(self.last_rows[i])
+        staged = lambda j: -1 - (i * 2 * r + j * r + np.arange(r))  # noqa: E731  (j 0: the change, 1: its merge)
+        if kind == "prev":
+            return np.arange(lo, last + r)
+        if kind == "delta":
+            return staged(0)
+        if kind == "curr":
+            return np.concatenate([np.arange(lo, last), staged(1)])
+        raise InputError(f"unknown view {kind!r}; expected one of {VIEWS}")

@@ -759,14 +759,7 @@ class IncrementalGenericJoin:
             rows += int(delta_table[r - 1, 1]) if stacked[d][1] == 1 else int(delta_table[r - 1::r, 1].sum())
         if not live:
             return ZSet.empty(len(self.output))
-        key = (tuple(live), tuple(n_parts))
-        prog = self._programs.get(key)
-        if prog is None:
-            programs = []
-            for i, counts in zip(live, n_parts):
-                spec, plan = self._spec(term_kinds(len(self.atoms), i), tuple(self.orders[i]))
-                programs.append((plan, self.orders[i], counts, [len(cols) for _, _, cols, _ in spec], i))
-            prog = self._programs[key] = _TermsProgram(programs, self.output)
+        prog = self._program(tuple(live), tuple(n_parts))
         shares = THREADS if rows >= DELTA_SHARE_ROWS else 1
         status, keys, w = prog.run(np.concatenate(tables), SLICE_ROWS, shares)
         del stacked  # the views (and their tries) were alive while the kernel read them
@@ -775,6 +768,42 @@ class IncrementalGenericJoin:
         if not keys.shape[0]:
             return ZSet.empty(len(self.output))
         return ZSet(*consolidate(keys, w))  # several terms may emit one row
+
+    def _program(self, live: tuple[int, ...], n_parts: tuple[tuple[int, ...], ...]) -> _TermsProgram:
+        """The ``_TermsProgram`` of the terms ``live`` whose atoms' views have ``n_parts``
+        parts (cached: built once per shape of the indexes)."""
+        key = (live, n_parts)
+        prog = self._programs.get(key)
+        if prog is None:
+            programs = []
+            for i, counts in zip(live, n_parts):
+                spec, plan = self._spec(term_kinds(len(self.atoms), i), tuple(self.orders[i]))
+                programs.append((plan, self.orders[i], counts, [len(cols) for _, _, cols, _ in spec], i))
+            prog = self._programs[key] = _TermsProgram(programs, self.output)
+        return prog
+
+    def fused_program(self, parts) -> tuple[_TermsProgram, list[tuple]] | None:
+        """For a caller that stacks the table itself (``kernels.tick.edge_tick``): the
+        program of every term, and the views ``(source, kind, columns)`` whose part tables
+        it reads, in order, given ``parts(source, kind, columns)``, a view's number of
+        parts. ``None`` when some term cannot run fused (see ``_fused_delta``) or a view
+        would have no parts."""
+        layout = self._fused_layout()
+        if layout is None:
+            return None
+        sources, terms = layout
+        counts = [parts(*v) for v in sources]
+        if 0 in counts:
+            return None
+        views, n_parts = [], []
+        for _, idx, _ in terms:
+            views.extend(sources[j] for j in idx)
+            n_parts.append(tuple(counts[j] for j in idx))
+        return self._program(tuple(range(len(terms))), tuple(n_parts)), views
+
+    def fused_rows(self, keys, w) -> ZSet:
+        """ΔQ from the rows a fused program wrote (several terms may emit one row)."""
+        return ZSet(*consolidate(keys, w)) if keys.shape[0] else ZSet.empty(len(self.output))
 
     def delta(self, count_only: bool = False) -> ZSet | int:
         """ΔQ for the staged tick: one generic join per atom whose delta is not empty.
@@ -872,6 +901,11 @@ class _TermsProgram:
         self.first_part = np.array(first_part, dtype=np.int64)
         self._slots = (self.at, self.deep, self.fixed, self.part_rows)  # run's arguments, in order
         self._terms = (self.term_levels, self.term_parts, self.out_cols)
+
+    def program_args(self, limit: int = SLICE_ROWS) -> tuple:
+        """``run_program``'s arguments after the table and before ``share, shares``
+        (what ``kernels.tick.edge_tick`` takes after its gather map)."""
+        return (*self._slots, *self.shape, *self._terms, limit, self.first_part)
 
     def run(self, table, limit: int, shares: int = 1):
         """``(status, keys, w)`` from ``run_terms`` over ``table``, the stacked

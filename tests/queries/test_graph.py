@@ -207,6 +207,79 @@ def _views_equal_a_fresh_graph(directed, ticks, initial):
         prev = snap
 
 
+ONE_VIEW = ("triangle", "4-clique", "5-clique")  # patterns over O alone: their small ticks take Graph._fused
+
+
+@pytest.mark.parametrize("pattern", ONE_VIEW)
+@given(ticks=st.lists(st.tuples(graphs, graphs, st.booleans()), min_size=1, max_size=5), initial=graphs)
+def test_one_kernel_ticks_equal_brute_force_and_the_general_path(pattern, ticks, initial):
+    """A graph whose one view reads O alone stages and joins small ticks in one kernel
+    call; after every tick its view, change and indexes equal the oracle's and those of
+    a twin graph whose ticks take the general path."""
+    g, twin = Graph(), Graph()
+    for x in (g, twin):
+        x.load_edges(arr(initial))
+    v, tv = g.view(pattern), twin.view(pattern)
+    twin._fused = lambda ins, dels: None
+    oracle = {"triangle": ref.triangles, "4-clique": lambda e: ref.cliques(e, 4),
+              "5-clique": lambda e: ref.cliques(e, 5)}[pattern]
+    prev = initial
+    for snap, noise, flip in ticks:
+        ins, dels = tick_lists(prev, snap, noise, False, flip)
+        before = v.result().to_dict()
+        n, runs = g.n_fused, all(idx.runs for idx in g.relations["O"].indexes.values())
+        tick, ttick = g.apply(inserts=ins, deletes=dels), twin.apply(inserts=ins, deletes=dels)
+        assert g.n_fused - n == runs  # a graph with edges takes the one-kernel path (small runs, small ticks)
+        want = target_edges(snap, False)
+        after = v.result().to_dict()
+        assert after == {r: 1 for r in sorted(oracle(want))} and v.count == tv.count == len(after)
+        assert tick.changes[pattern].to_dict() == ref.zdiff(after, before) == ttick.changes[pattern].to_dict()
+        assert tick.edge_delta.to_dict() == ttick.edge_delta.to_dict() and edge_set(g) == want
+        for cols, idx in g.relations["O"].indexes.items():
+            tw = twin.relations["O"].indexes[cols]
+            assert [r.to_zset() for r in idx.runs] == [r.to_zset() for r in tw.runs]
+            assert idx.view("prev").to_zset() == tw.view("prev").to_zset()
+        g.check_views()
+        prev = snap
+    assert twin.n_fused == 0
+
+
+def test_one_kernel_tick_edge_cases():
+    g = Graph()
+    g.load_edges(np.array([[1, 2], [2, 3]]))
+    tri = g.view("triangle")
+    t = g.apply(inserts=np.array([[2, 1]]), deletes=np.array([[5, 6]]))   # changes no edge
+    assert len(t.edge_delta) == 0 and len(t.changes["triangle"]) == 0 and g.n_fused == 1
+    t = g.apply(inserts=np.array([[1, 3]]))
+    assert t.changes["triangle"].to_dict() == {(1, 2, 3): 1} and g.n_fused == 2
+    t = g.apply(deletes=np.array([[1, 2], [2, 3], [3, 1]]))               # empties the only run
+    assert t.changes["triangle"].to_dict() == {(1, 2, 3): -1} and g.n_fused == 3
+    assert g.n_edges == 0 and tri.count == 0
+    t = g.apply(inserts=np.array([[4, 5], [5, 6], [4, 6]]))                # no run left: the general path
+    assert t.changes["triangle"].to_dict() == {(4, 5, 6): 1} and g.n_fused == 3
+    t = g.apply(inserts=np.arange(600).reshape(-1, 2) + 10)                # more than SMALL_ROWS changes
+    assert g.n_fused == 3 and g.n_edges == 303
+    g.apply(inserts=np.array([[5, 7], [6, 7], [4, 7]]))
+    assert tri.count == 4 and g.n_fused == 4
+    g.check_views()
+
+
+def test_a_one_kernel_tick_that_overflows_changes_nothing():
+    big = 2**62
+    g = Graph()
+    g.load_edges(np.array([[1, 2], [1, 3], [5, 6]]))
+    g.relations["O"].load(ZSet.from_dict({(1, 2): big, (1, 3): big, (5, 6): 1}))
+    tri = g.view("triangle")
+    state = snapshot_state(g)
+    with pytest.raises(WeightOverflowError):
+        g.apply(inserts=np.array([[2, 3], [6, 7]]))                        # closes 1-2-3: big * big
+    assert_same_state(state, snapshot_state(g))
+    assert tri.count == 0 and g.n_fused == 0
+    t = g.apply(inserts=np.array([[6, 7]]))
+    assert g.n_fused == 1 and t.changes["triangle"].to_dict() == {}
+    assert g.relations["O"].contents().to_dict() == {(1, 2): big, (1, 3): big, (5, 6): 1, (6, 7): 1}
+
+
 # ------------------------------------------------------------------ failed ticks
 @pytest.mark.parametrize("inserts, deletes, match", [
     (np.array([[1, 2, 3]]), None, r"inserts must have shape \(m, 2\), got \(1, 3\)"),
