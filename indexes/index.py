@@ -189,6 +189,22 @@ class IncrementalIndex:
         if self._adopt() | self._merge_loop(staged.n_rows):
             self._views, self._tables = {}, {}
 
+    def commit_merged(self, tail: Trie, rows: int, table: np.ndarray) -> bool:
+        """Commit a change of ``rows`` rows already merged into the last run as ``tail``
+        (not empty), whose ``prev`` table will be ``table``: ``stage`` then ``commit``
+        of a change that merges into the last run, when the caller merged it itself
+        (``Relation.commit_fused``). Returns whether runs merged after (``table`` is
+        then not kept)."""
+        runs = self.runs
+        self.n_merged_rows += runs[-1].n_rows + rows
+        runs[-1] = tail
+        self.staged = self.tail = None
+        self._views, self._tables = {}, {"prev": (table, len(runs))}
+        if self._adopt() | self._merge_loop(rows):
+            self._views, self._tables = {}, {}
+            return True
+        return False
+
     def _merge_loop(self, change: int = 0) -> bool:
         """Merge neighbouring runs while the geometric policy asks for it, from the last
         pair leftwards. A merge of at least ``BACKGROUND_ROWS`` rows, and
@@ -416,30 +432,53 @@ class Relation:
         f = self._fused
         if f is None or f.shape != shape or f.idxs is not idxs:
             f = self._fused = FusedTick(idxs, cols, sort, shape)
+        elif f.runs is not None and all(tuple(idx.runs) == runs for idx, runs in zip(idxs, f.runs)):
+            f.P, f.runs = f.next_P, None  # the runs are those the last fused commit left (tries compare by identity)
+            f.last_n = np.array([idx.runs[-1].n_rows for idx in idxs], dtype=np.int64)
+            return f
         tables = [idx.view_table("prev")[0] for idx in idxs]
         f.P = np.concatenate(tables) if len(tables) > 1 else np.ascontiguousarray(tables[0])
         f.last_n = np.array([idx.runs[-1].n_rows for idx in idxs], dtype=np.int64)
+        f.runs = None
         return f
 
-    def stage_fused(self, f: FusedTick, keys, weights, buf, tables, NP) -> None:
-        """Stage what ``edge_tick`` wrote for ``f`` (``fused_tick()`` of this tick): the
-        change ``keys``/``weights`` (natural order, consolidated), and per index the
-        change's trie and its merge with the last run in ``buf``/``tables``; ``NP`` is
-        ``f.P`` with each last run's table replaced by its merge's (``curr``'s tables)."""
-        n, r = len(keys), self.arity
+    def _fused_tries(self, f: FusedTick, n: int, buf, tables, NP):
+        """Per index: ``(index, the change's trie or None, its merge with the last run)``
+        from what ``edge_tick`` wrote for ``f`` (``n`` changed rows; ``tables`` None: no
+        trie of the change)."""
+        r = self.arity
         s1 = flat_size(n, r)
         at = 0
         for i, idx in enumerate(f.idxs):
             m = int(f.last_n[i]) + n
             size = s1 + flat_size(m, r)
             lo = f.last_rows[i]
-            t = Trie.from_flat(buf[at:at + s1], tables[i, 0], n, r)
+            t = Trie.from_flat(buf[at:at + s1], tables[i, 0], n, r) if tables is not None else None
             tail = Trie.from_flat(buf[at + s1:at + size], NP[lo:lo + r], m, r)  # a bit set, if any, goes to NP
+            yield i, idx, t, tail
+            at += size
+
+    def stage_fused(self, f: FusedTick, keys, weights, buf, tables, NP) -> None:
+        """Stage what ``edge_tick`` wrote for ``f`` (``fused_tick()`` of this tick): the
+        change ``keys``/``weights`` (natural order, consolidated), and per index the
+        change's trie and its merge with the last run in ``buf``/``tables``; ``NP`` is
+        ``f.P`` with each last run's table replaced by its merge's (``curr``'s tables)."""
+        for i, idx, t, tail in self._fused_tries(f, len(keys), buf, tables, NP):
             idx._stage_merged(t, tail)
             idx._tables["delta"] = (t.table(), 1)
-            idx._tables["curr"] = (NP[f.offsets[i]:lo + r], f.shape[i])
-            at += size
+            idx._tables["curr"] = (NP[f.offsets[i]:f.last_rows[i] + self.arity], f.shape[i])
         self.delta = ZSet(keys, weights)
+
+    def commit_fused(self, f: FusedTick, n: int, buf, NP) -> None:
+        """Commit a change of ``n`` rows that ``edge_tick`` merged into every index's last
+        run (in ``buf``; ``NP`` as for ``stage_fused``, none of its merges empty): what
+        ``stage_fused`` then ``commit`` do, without the change's own tries, which nothing
+        reads once the tick's join has run. The next ``fused_tick`` starts from ``NP``
+        when no run merged meanwhile."""
+        merged = False
+        for i, idx, _, tail in self._fused_tries(f, n, buf, None, NP):
+            merged |= idx.commit_merged(tail, n, NP[f.offsets[i]:f.last_rows[i] + self.arity])
+        f.runs, f.next_P = (None, None) if merged else ([tuple(idx.runs) for idx in f.idxs], NP)
 
     def commit(self) -> None:
         for idx in self.indexes.values():
@@ -482,7 +521,8 @@ class FusedTick:
     (``first``), and ``gather(kind, columns)``: where a view's part tables come from
     (``edge_tick``'s ``G``)."""
 
-    __slots__ = ("idxs", "cols", "sort", "shape", "offsets", "last_rows", "first", "P", "last_n", "_at")
+    __slots__ = ("idxs", "cols", "sort", "shape", "offsets", "last_rows", "first", "P", "last_n", "_at",
+                 "runs", "next_P")
 
     def __init__(self, idxs: list[IncrementalIndex], cols: np.ndarray, sort: np.ndarray, shape: list[int]):
         r = 2
@@ -492,6 +532,7 @@ class FusedTick:
         self.first = self.offsets[0] + np.arange(shape[0], dtype=np.int64) * r  # idxs[0] is the natural index
         self._at = {tuple(int(c) for c in idx.columns): i for i, idx in enumerate(idxs)}
         self.P = self.last_n = None
+        self.runs = self.next_P = None  # the runs Relation.commit_fused left, and their stacked tables
 
     def parts(self, kind: str, columns: tuple[int, ...]) -> int:
         """Parts of view ``kind`` of the index in ``columns`` order after staging (``curr``

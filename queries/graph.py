@@ -323,9 +323,11 @@ class Graph:
 
     def _fused(self, ins: I64, dels: I64):
         """A small tick of an undirected graph with one view, staged and joined by one
-        kernel call (``kernels.tick.edge_tick``): ``(edge delta, changes)``, or ``None``
-        (nothing staged) when the tick takes the general path. Its Python between the
-        kernels of the general path cost twice those kernels at 10 changes a tick."""
+        kernel call (``kernels.tick.edge_tick``): ``(edge delta, changes, committed)``,
+        or ``None`` (nothing staged) when the tick takes the general path. The usual
+        outcome is committed already (nothing can fail after the join); otherwise the
+        change is staged and ``apply`` commits it. The Python between the kernels of the
+        general path cost twice those kernels at 10 changes a tick."""
         n = len(ins) + len(dels)
         if self.directed or not n or n > SMALL_ROWS or len(self.views) != 1 or len(self.active) != 1:
             return None
@@ -347,10 +349,14 @@ class Graph:
         if code == UNFUSED:
             return None
         if code == NO_CHANGE:
-            return ZSet.empty(2), {name: ZSet.empty(len(v.columns))}
+            return ZSet.empty(2), {name: ZSet.empty(len(v.columns))}, True
+        if code == JOINED:
+            change = v.join.fused_rows(okeys, ow)
+            change.total()  # an overflow raises here, before anything changed
+            rel.commit_fused(f, len(keys), buf, NP)
+            return ZSet(keys, w), {name: change}, True
         rel.stage_fused(f, keys, w, buf, tables, NP)
-        change = v.join.fused_rows(okeys, ow) if code == JOINED else v.join.delta()
-        return rel.delta, {name: change}
+        return rel.delta, {name: v.join.delta()}, False
 
     def apply(self, inserts=None, deletes=None) -> Tick:
         """Apply one tick of edge inserts and deletes; return every view's change.
@@ -366,18 +372,20 @@ class Graph:
         try:
             fused = self._fused(ins, dels)
             if fused is not None:
-                delta, changes = fused
+                delta, changes, committed = fused
                 self.n_fused += 1
             else:
                 delta = self._stage(ins, dels)
                 changes = {name: v.join.delta() for name, v in self.views.items()}
+                committed = False
             counts = {name: ch.total() for name, ch in changes.items()}
         except (WcojError, MemoryError, KeyboardInterrupt):
             for r in rels:
                 r.rollback()
             raise
-        for r in rels:
-            r.commit()
+        if not committed:
+            for r in rels:
+                r.commit()
         for name, v in self.views.items():
             v.count += counts[name]
             v.last_change = changes[name]

@@ -7,6 +7,7 @@ import reference_joins as ref
 from hypothesis import given
 from hypothesis import strategies as st
 
+import indexes.index as index_module
 import wcoj.generic_join as gj
 from queries.graph import Graph, as_edge_array
 from queries.patterns import conjunctive, cycle
@@ -210,12 +211,21 @@ def _views_equal_a_fresh_graph(directed, ticks, initial):
 ONE_VIEW = ("triangle", "4-clique", "5-clique")  # patterns over O alone: their small ticks take Graph._fused
 
 
+@pytest.mark.parametrize("min_run", [None, 3], ids=["runs as usual", "many small runs"])
 @pytest.mark.parametrize("pattern", ONE_VIEW)
 @given(ticks=st.lists(st.tuples(graphs, graphs, st.booleans()), min_size=1, max_size=5), initial=graphs)
-def test_one_kernel_ticks_equal_brute_force_and_the_general_path(pattern, ticks, initial):
+def test_one_kernel_ticks_equal_brute_force_and_the_general_path(pattern, min_run, ticks, initial):
     """A graph whose one view reads O alone stages and joins small ticks in one kernel
     call; after every tick its view, change and indexes equal the oracle's and those of
-    a twin graph whose ticks take the general path."""
+    a twin graph whose ticks take the general path. With a tiny ``MIN_RUN`` the indexes
+    keep several runs that merge often, and ticks alternate between the two paths."""
+    with pytest.MonkeyPatch.context() as mp:
+        if min_run is not None:
+            mp.setattr(index_module, "MIN_RUN", min_run)
+        _one_kernel_ticks(pattern, ticks, initial)
+
+
+def _one_kernel_ticks(pattern, ticks, initial):
     g, twin = Graph(), Graph()
     for x in (g, twin):
         x.load_edges(arr(initial))
@@ -227,9 +237,11 @@ def test_one_kernel_ticks_equal_brute_force_and_the_general_path(pattern, ticks,
     for snap, noise, flip in ticks:
         ins, dels = tick_lists(prev, snap, noise, False, flip)
         before = v.result().to_dict()
-        n, runs = g.n_fused, all(idx.runs for idx in g.relations["O"].indexes.values())
+        n = g.n_fused
+        small = all(idx.runs and idx.runs[-1].n_rows < index_module.MIN_RUN and idx.merges_last(1)
+                    for idx in g.relations["O"].indexes.values())
         tick, ttick = g.apply(inserts=ins, deletes=dels), twin.apply(inserts=ins, deletes=dels)
-        assert g.n_fused - n == runs  # a graph with edges takes the one-kernel path (small runs, small ticks)
+        assert g.n_fused - n == small  # small last runs take the one-kernel path (every tick here is small)
         want = target_edges(snap, False)
         after = v.result().to_dict()
         assert after == {r: 1 for r in sorted(oracle(want))} and v.count == tv.count == len(after)
