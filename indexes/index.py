@@ -426,47 +426,46 @@ class Relation:
         shape = []
         for idx in idxs:
             runs = idx.runs
-            if not runs or runs[-1].n_rows >= MIN_RUN or not idx.merges_last(1):
-                return None
+            if not runs or runs[-1].n_rows >= MIN_RUN or (idx._pending is not None and idx._pending[2] is runs[-1]):
+                return None  # (a last run under MIN_RUN takes any change: merges_last, without a call per index)
             shape.append(len(runs))
         f = self._fused
         if f is None or f.shape != shape or f.idxs is not idxs:
             f = self._fused = FusedTick(idxs, cols, sort, shape)
-        elif f.runs is not None and all(tuple(idx.runs) == runs for idx, runs in zip(idxs, f.runs)):
-            f.P, f.runs = f.next_P, None  # the runs are those the last fused commit left (tries compare by identity)
-            f.last_n = np.array([idx.runs[-1].n_rows for idx in idxs], dtype=np.int64)
-            return f
-        tables = [idx.view_table("prev")[0] for idx in idxs]
-        f.P = np.concatenate(tables) if len(tables) > 1 else np.ascontiguousarray(tables[0])
-        f.last_n = np.array([idx.runs[-1].n_rows for idx in idxs], dtype=np.int64)
+        if f.runs is not None and all(idx.runs == runs for idx, runs in zip(idxs, f.runs)):
+            f.P = f.next_P  # the runs are those the last fused commit left (tries compare by identity)
+        else:
+            tables = [idx.view_table("prev")[0] for idx in idxs]
+            f.P = np.concatenate(tables) if len(tables) > 1 else np.ascontiguousarray(tables[0])
         f.runs = None
+        f.last = [idx.runs[-1].n_rows for idx in idxs]
+        f.last_n = np.array(f.last, dtype=np.int64)
         return f
 
-    def _fused_tries(self, f: FusedTick, n: int, buf, tables, NP):
-        """Per index: ``(index, the change's trie or None, its merge with the last run)``
-        from what ``edge_tick`` wrote for ``f`` (``n`` changed rows; ``tables`` None: no
-        trie of the change)."""
+    def _fused_tails(self, f: FusedTick, n: int, buf, NP):
+        """Per index ``(i, index, start in buf of its merge's trie)``, and that trie
+        made from what ``edge_tick`` wrote for ``f`` (``n`` changed rows)."""
         r = self.arity
         s1 = flat_size(n, r)
         at = 0
         for i, idx in enumerate(f.idxs):
-            m = int(f.last_n[i]) + n
-            size = s1 + flat_size(m, r)
-            lo = f.last_rows[i]
-            t = Trie.from_flat(buf[at:at + s1], tables[i, 0], n, r) if tables is not None else None
-            tail = Trie.from_flat(buf[at + s1:at + size], NP[lo:lo + r], m, r)  # a bit set, if any, goes to NP
-            yield i, idx, t, tail
-            at += size
+            m = f.last[i] + n
+            end = at + s1 + flat_size(m, r)
+            lo = f.last_rows_l[i]
+            yield i, idx, at, Trie.from_flat(buf[at + s1:end], NP[lo:lo + r], m, r)  # a bit set, if any, goes to NP
+            at = end
 
     def stage_fused(self, f: FusedTick, keys, weights, buf, tables, NP) -> None:
         """Stage what ``edge_tick`` wrote for ``f`` (``fused_tick()`` of this tick): the
         change ``keys``/``weights`` (natural order, consolidated), and per index the
         change's trie and its merge with the last run in ``buf``/``tables``; ``NP`` is
         ``f.P`` with each last run's table replaced by its merge's (``curr``'s tables)."""
-        for i, idx, t, tail in self._fused_tries(f, len(keys), buf, tables, NP):
+        n, r = len(keys), self.arity
+        for i, idx, at, tail in self._fused_tails(f, n, buf, NP):
+            t = Trie.from_flat(buf[at:at + flat_size(n, r)], tables[i, 0], n, r)
             idx._stage_merged(t, tail)
             idx._tables["delta"] = (t.table(), 1)
-            idx._tables["curr"] = (NP[f.offsets[i]:f.last_rows[i] + self.arity], f.shape[i])
+            idx._tables["curr"] = (NP[f.offsets_l[i]:f.last_rows_l[i] + r], f.shape[i])
         self.delta = ZSet(keys, weights)
 
     def commit_fused(self, f: FusedTick, n: int, buf, NP) -> None:
@@ -475,10 +474,10 @@ class Relation:
         ``stage_fused`` then ``commit`` do, without the change's own tries, which nothing
         reads once the tick's join has run. The next ``fused_tick`` starts from ``NP``
         when no run merged meanwhile."""
-        merged = False
-        for i, idx, _, tail in self._fused_tries(f, n, buf, None, NP):
-            merged |= idx.commit_merged(tail, n, NP[f.offsets[i]:f.last_rows[i] + self.arity])
-        f.runs, f.next_P = (None, None) if merged else ([tuple(idx.runs) for idx in f.idxs], NP)
+        merged, r = False, self.arity
+        for i, idx, _, tail in self._fused_tails(f, n, buf, NP):
+            merged |= idx.commit_merged(tail, n, NP[f.offsets_l[i]:f.last_rows_l[i] + r])
+        f.runs, f.next_P = (None, None) if merged else ([list(idx.runs) for idx in f.idxs], NP)
 
     def commit(self) -> None:
         for idx in self.indexes.values():
@@ -522,7 +521,7 @@ class FusedTick:
     (``edge_tick``'s ``G``)."""
 
     __slots__ = ("idxs", "cols", "sort", "shape", "offsets", "last_rows", "first", "P", "last_n", "_at",
-                 "runs", "next_P")
+                 "runs", "next_P", "last", "offsets_l", "last_rows_l")
 
     def __init__(self, idxs: list[IncrementalIndex], cols: np.ndarray, sort: np.ndarray, shape: list[int]):
         r = 2
@@ -531,7 +530,8 @@ class FusedTick:
         self.last_rows = (self.offsets + (np.array(shape, dtype=np.int64) - 1) * r).astype(np.int64)
         self.first = self.offsets[0] + np.arange(shape[0], dtype=np.int64) * r  # idxs[0] is the natural index
         self._at = {tuple(int(c) for c in idx.columns): i for i, idx in enumerate(idxs)}
-        self.P = self.last_n = None
+        self.offsets_l, self.last_rows_l = self.offsets.tolist(), self.last_rows.tolist()
+        self.P = self.last_n = self.last = None
         self.runs = self.next_P = None  # the runs Relation.commit_fused left, and their stacked tables
 
     def parts(self, kind: str, columns: tuple[int, ...]) -> int:
