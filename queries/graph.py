@@ -134,6 +134,12 @@ def warm_up(patterns=("triangle",), directed: bool = False) -> None:
     g.apply(inserts=rng.integers(0, 40, (300, 2)), deletes=g.edges()[:50])
     g.apply(inserts=rng.integers(0, 300, (6000, 2)), deletes=g.edges()[::3])
     g.check_views()
+    for p in patterns:  # a graph with one view takes the one-kernel path of small ticks (Graph._fused)
+        one = Graph(directed=directed)
+        one.load_edges(rng.integers(0, 40, (200, 2)))
+        one.view(p)
+        one.apply(inserts=np.array([[1, 2], [2, 3], [1, 3]]), deletes=np.array([[1, 4]]))
+        one.check_views()
 
 
 @dataclass
