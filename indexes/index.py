@@ -536,8 +536,10 @@ class FusedTick:
 
     def parts(self, kind: str, columns: tuple[int, ...]) -> int:
         """Parts of view ``kind`` of the index in ``columns`` order after staging (``curr``
-        keeps the number of runs: the change merges into the last)."""
-        return 1 if kind == "delta" else self.shape[self._at[tuple(columns)]]
+        keeps the number of runs: the change merges into the last); 0 for an index it
+        does not lay out."""
+        i = self._at.get(tuple(columns))
+        return 0 if i is None else 1 if kind == "delta" else self.shape[i]
 
     def gather(self, kind: str, columns: tuple[int, ...]) -> np.ndarray:
         """``edge_tick``'s ``G`` entries for view ``kind`` of the index in ``columns``
