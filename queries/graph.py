@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from indexes.index import Relation
+from indexes.trie import warm_up_merges
 from queries.patterns import Pattern, by_name
 from wcoj.errors import InputError, QueryError, WcojError
 from wcoj.generic_join import IncrementalGenericJoin
@@ -134,6 +135,7 @@ def warm_up(patterns=("triangle",), directed: bool = False) -> None:
     g.apply(inserts=rng.integers(0, 40, (300, 2)), deletes=g.edges()[:50])
     g.apply(inserts=rng.integers(0, 300, (6000, 2)), deletes=g.edges()[::3])
     g.check_views()
+    warm_up_merges()
     for p in patterns:  # a graph with one view takes the one-kernel path of small ticks (Graph._fused)
         one = Graph(directed=directed)
         one.load_edges(rng.integers(0, 40, (200, 2)))
