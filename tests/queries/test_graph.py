@@ -423,3 +423,34 @@ def test_settle_heap_hands_the_frozen_objects_back_at_exit():
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root).stdout
     assert out.split("\n")[:2] == ["frozen True", "frozen at exit 0"]
+
+
+def test_a_long_stream_of_one_kernel_ticks_with_background_merges(monkeypatch):
+    """Hundreds of small ticks on a graph of a few thousand edges, with runs small enough
+    that the indexes keep several, merge often and merge on the background thread while
+    ticks go on: the fused path's tables must follow every change of the runs."""
+    monkeypatch.setattr(index_module, "MIN_RUN", 32)
+    monkeypatch.setattr(index_module, "BACKGROUND_ROWS", 64)
+    monkeypatch.setattr(index_module, "BACKGROUND_RATIO", 2)
+    rng = np.random.default_rng(7)
+    g = Graph()
+    initial = rng.integers(0, 300, (3000, 2))
+    g.load_edges(initial)
+    want = ref.simple_undirected(map(tuple, initial.tolist()))  # the edges, kept apart from the graph
+    tri = g.view("triangle")
+    pending = 0  # ticks after which a merge was under way on the background thread
+    for i in range(400):
+        ins = rng.integers(0, 300, (int(rng.integers(1, 12)), 2))
+        edges = g.edges()
+        dels = edges[rng.integers(0, len(edges), int(rng.integers(0, 4)))]
+        g.apply(inserts=ins, deletes=dels)
+        want = (want | ref.simple_undirected(map(tuple, ins.tolist()))) - ref.simple_undirected(map(tuple, dels.tolist()))
+        pending += any(idx._pending is not None for idx in g.relations["O"].indexes.values())
+        if i % 50 == 49:
+            assert edge_set(g) == want
+            assert tri.result().to_dict() == {t: 1 for t in ref.triangles(want)}
+            g.check_views()
+    assert g.n_fused > 200 and pending > 0
+    g.relations["O"].settle()
+    assert edge_set(g) == want
+    g.check_views()
