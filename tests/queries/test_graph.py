@@ -436,7 +436,7 @@ def test_a_long_stream_of_one_kernel_ticks_with_background_merges(monkeypatch):
     g = Graph()
     initial = rng.integers(0, 300, (3000, 2))
     g.load_edges(initial)
-    want = ref.simple_undirected(map(tuple, initial.tolist()))  # the edges, kept apart from the graph
+    want = ref.simple_undirected(initial.tolist())  # the edges, kept apart from the graph
     tri = g.view("triangle")
     pending = 0  # ticks after which a merge was under way on the background thread
     for i in range(400):
@@ -444,7 +444,7 @@ def test_a_long_stream_of_one_kernel_ticks_with_background_merges(monkeypatch):
         edges = g.edges()
         dels = edges[rng.integers(0, len(edges), int(rng.integers(0, 4)))]
         g.apply(inserts=ins, deletes=dels)
-        want = (want | ref.simple_undirected(map(tuple, ins.tolist()))) - ref.simple_undirected(map(tuple, dels.tolist()))
+        want = (want | ref.simple_undirected(ins.tolist())) - ref.simple_undirected(dels.tolist())
         pending += any(idx._pending is not None for idx in g.relations["O"].indexes.values())
         if i % 50 == 49:
             assert edge_set(g) == want
