@@ -91,6 +91,10 @@ def _last_ops(inserts: I64, deletes: I64, normalise: bool) -> tuple[I64, npt.NDA
     return np.ascontiguousarray(rows[last]), insert[last]
 
 
+def _nothing() -> None:
+    """The commit of a tick that changed nothing."""
+
+
 def settle_heap() -> None:
     """Move every object now alive out of the cyclic garbage collector's sight (``gc.freeze``).
 
@@ -331,11 +335,13 @@ class Graph:
 
     def _fused(self, ins: I64, dels: I64):
         """A small tick of an undirected graph with one view, staged and joined by one
-        kernel call (``kernels.tick.edge_tick``): ``(edge delta, changes, committed)``,
-        or ``None`` (nothing staged) when the tick takes the general path. The usual
-        outcome is committed already (nothing can fail after the join); otherwise the
-        change is staged and ``apply`` commits it. The Python between the kernels of the
-        general path cost twice those kernels at 10 changes a tick."""
+        kernel call (``kernels.tick.edge_tick``): ``(edge delta, changes, commit)``, or
+        ``None`` (nothing staged) when the tick takes the general path. ``commit`` is
+        what ``apply`` calls instead of the relations' ``commit`` once every count is
+        taken: usually ``Relation.commit_fused``, which commits what the kernel wrote
+        without staging tries for it; ``None`` when the change is staged as usual (an
+        emptied last run, a delta rule that needs the general path). The Python between
+        the kernels of the general path cost twice those kernels at 10 changes a tick."""
         n = len(ins) + len(dels)
         if self.directed or not n or n > SMALL_ROWS or len(self.views) != 1 or len(self.active) != 1:
             return None
@@ -357,14 +363,11 @@ class Graph:
         if code == UNFUSED:
             return None
         if code == NO_CHANGE:
-            return ZSet.empty(2), {name: ZSet.empty(len(v.columns))}, True
+            return ZSet.empty(2), {name: ZSet.empty(len(v.columns))}, _nothing
         if code == JOINED:
-            change = v.join.fused_rows(okeys, ow)
-            change.total()  # an overflow raises here, before anything changed
-            rel.commit_fused(f, len(keys), buf, NP)
-            return ZSet(keys, w), {name: change}, True
+            return ZSet(keys, w), {name: v.join.fused_rows(okeys, ow)}, lambda: rel.commit_fused(f, len(keys), buf, NP)
         rel.stage_fused(f, keys, w, buf, tables, NP)
-        return rel.delta, {name: v.join.delta()}, False
+        return rel.delta, {name: v.join.delta()}, None
 
     def apply(self, inserts=None, deletes=None) -> Tick:
         """Apply one tick of edge inserts and deletes; return every view's change.
@@ -380,20 +383,22 @@ class Graph:
         try:
             fused = self._fused(ins, dels)
             if fused is not None:
-                delta, changes, committed = fused
-                self.n_fused += 1
+                delta, changes, commit = fused
             else:
                 delta = self._stage(ins, dels)
                 changes = {name: v.join.delta() for name, v in self.views.items()}
-                committed = False
+                commit = None
             counts = {name: ch.total() for name, ch in changes.items()}
         except (WcojError, MemoryError, KeyboardInterrupt):
             for r in rels:
                 r.rollback()
             raise
-        if not committed:
+        if commit is not None:
+            commit()
+        else:
             for r in rels:
                 r.commit()
+        self.n_fused += fused is not None
         for name, v in self.views.items():
             v.count += counts[name]
             v.last_change = changes[name]
