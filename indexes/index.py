@@ -350,6 +350,7 @@ class Relation:
         for idx in self.indexes.values():
             idx.load(z)
         self.delta = ZSet.empty(self.arity)
+        self._forget_fused()
 
     def _check(self, z: ZSet) -> None:
         if not isinstance(z, ZSet):
@@ -483,6 +484,13 @@ class Relation:
         for idx in self.indexes.values():
             idx.commit()
         self.delta = ZSet.empty(self.arity)
+        self._forget_fused()
+
+    def _forget_fused(self) -> None:
+        """Drop the runs the last fused commit left (``FusedTick.runs``): the runs
+        changed another way, and the list would keep replaced runs alive."""
+        if self._fused is not None:
+            self._fused.runs = self._fused.next_P = None
 
     def rollback(self) -> None:
         for idx in self.indexes.values():
@@ -493,6 +501,7 @@ class Relation:
         """``IncrementalIndex.settle`` on every index: wait for background merges."""
         for idx in self.indexes.values():
             idx.settle()
+        self._forget_fused()
 
     # IncrementalSource
     def view(self, kind: str, columns: tuple[int, ...]) -> TrieView:
