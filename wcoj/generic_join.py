@@ -913,11 +913,10 @@ class _TermsProgram:
         the rows in that many shares run on as many threads (the kernels release the GIL),
         each holding up to ``limit`` rows per level. The caller keeps the parts alive: the
         kernel reads their addresses."""
+        args = (table, *self.program_args(limit))
         if shares <= 1:
-            status, _, keys, w = run_program(table, *self._slots, *self.shape, *self._terms, limit, self.first_part,
-                                             0, 1)
+            status, _, keys, w = run_program(*args, 0, 1)
             return status, keys, w
-        args = (table, *self._slots, *self.shape, *self._terms, limit, self.first_part)
         outs = list(_pool().map(lambda i: run_program(*args, i, shares), range(shares)))
         bad = [o[0] for o in outs if o[0] < 0]
         if bad:

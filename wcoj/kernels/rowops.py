@@ -35,7 +35,7 @@ from .term import _bsearch, _gallop, _load, row_weights
 from .weights import _add_overflows
 
 __all__ = ["sort_small_into", "merge_rows_into", "trie_of_rows_into", "trie_of_rows_flat",
-           "merge_tries_into", "merge_tries_flat", "trie_of_rows_plus", "stage_runs_plus", "first_outside",
+           "merge_tries_into", "merge_tries_flat", "trie_of_rows_plus", "stage_runs_plus", "flat_room", "first_outside",
            "edge_delta_into", "pack_edge_ops", "last_edge_ops_into", "row_weights_lockstep", "SMALL_ROWS"]
 
 SMALL_ROWS = 256  # insertion sort below this many rows; the packed argsort above
@@ -185,6 +185,13 @@ def trie_of_rows_into(keys, cols, weights, order, sort, values, offsets, out_w, 
         table[j, 3] = table[j, 4] = table[j, 5] = 0
 
 
+@njit(cache=True, nogil=True, inline="always")
+def flat_room(n, r):
+    """Length of the flat buffer of an ``r``-level trie with room ``n`` per level (the
+    layout of ``trie_of_rows_flat``; ``indexes.trie.flat_size`` is its Python twin)."""
+    return r * n + max(r - 1, 1) * (n + 1) + n
+
+
 @njit(cache=True, nogil=True)
 def trie_of_rows_flat(keys, cols, weights, order, sort, buf, table):
     """``trie_of_rows_into`` into one flat buffer (``int64[r * n + max(r - 1, 1) * (n + 1)
@@ -305,6 +312,16 @@ def _fill_table(values, offsets, vstart, ostart, out_w, counts, table):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _copy_leaves(T, lo, hi, values, v1, out_w, c1):
+    """Append the leaves ``[lo, hi)`` of the two-level trie with table ``T`` (values and
+    weights); returns the new count of leaves."""
+    for t in range(hi - lo):
+        values[v1 + c1 + t] = _load(T[1, 0], lo + t)
+        out_w[c1 + t] = _load(T[1, 2], lo + t)
+    return c1 + hi - lo
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _copy_nodes(T, i, e, values, offsets, v0, o0, v1, out_w, c0, c1):
     """Append the level-0 nodes ``[i, e)`` of the two-level trie with table ``T`` and
     all their leaves (offsets shifted); returns the new counts of both levels."""
@@ -313,10 +330,7 @@ def _copy_nodes(T, i, e, values, offsets, v0, o0, v1, out_w, c0, c1):
     for t in range(e - i):
         values[v0 + c0 + t] = _load(T[0, 0], i + t)
         offsets[o0 + c0 + t] = _load(T[0, 2], i + t) + shift
-    for t in range(hi - lo):
-        values[v1 + c1 + t] = _load(T[1, 0], lo + t)
-        out_w[c1 + t] = _load(T[1, 2], lo + t)
-    return c0 + e - i, c1 + hi - lo
+    return c0 + e - i, _copy_leaves(T, lo, hi, values, v1, out_w, c1)
 
 
 @njit(cache=True, nogil=True)
@@ -361,12 +375,8 @@ def _merge_two_levels(TA, TB, values, offsets, vstart, ostart, out_w, counts, ba
                         values[v1 + c1], out_w[c1] = u, wa + wb
                         c1 += 1
                     p, q = p + 1, q + 1
-            for t in range(pe - p):
-                values[v1 + c1 + t], out_w[c1 + t] = _load(TA[1, 0], p + t), _load(TA[1, 2], p + t)
-            c1 += pe - p
-            for t in range(qe - q):
-                values[v1 + c1 + t], out_w[c1 + t] = _load(TB[1, 0], q + t), _load(TB[1, 2], q + t)
-            c1 += qe - q
+            c1 = _copy_leaves(TA, p, pe, values, v1, out_w, c1)
+            c1 = _copy_leaves(TB, q, qe, values, v1, out_w, c1)
             if c1 > start:  # a value whose leaves all cancelled is not written
                 values[v0 + c0], offsets[o0 + c0] = x, start
                 c0 += 1
@@ -543,11 +553,11 @@ def stage_runs_plus(keys, weights, cols, sort, TA, n2, buf, tables, bad_row):
     merge overflows a weight (its row in ``bad_row``).
     """
     n, r = keys.shape
-    s1 = r * n + max(r - 1, 1) * (n + 1) + n
+    s1 = flat_room(n, r)
     at = 0
     for i in range(cols.shape[0]):
         m = n2[i]
-        s2 = r * m + max(r - 1, 1) * (m + 1) + m
+        s2 = flat_room(m, r)
         order = np.arange(n)
         if trie_of_rows_plus(keys, cols[i], weights, order, sort[i], buf[at:at + s1], tables[i, 0],
                              TA[i * r:(i + 1) * r], m, buf[at + s1:at + s1 + s2], bad_row, tables[i, 1]) >= 0:
