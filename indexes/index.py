@@ -66,6 +66,17 @@ def _merger():
     return _MERGER
 
 
+def _spans(n: int, lasts: list[int], r: int) -> list[tuple[int, int, int]]:
+    """Per index, where ``stage_runs_plus`` writes in its buffer: ``(start, end of the
+    change's trie, end of its merge with the last run)``, for a change of ``n`` rows and
+    last runs of ``lasts`` rows (each trie with room for its rows)."""
+    s1, at, out = flat_size(n, r), 0, []
+    for m in lasts:
+        out.append((at, at + s1, at + s1 + flat_size(m + n, r)))
+        at = out[-1][2]
+    return out
+
+
 class IncrementalIndex:
     """One relation in one column order: committed runs plus a staged delta.
 
@@ -376,35 +387,38 @@ class Relation:
         if not n or n > SMALL_ROWS or len(self.indexes) < 2:
             return False
         idxs, cols, sort = self._together_arrays()
-        rooms = []
+        lasts = []
         for idx in idxs:
             if not idx.runs:
                 return False
             m = idx.runs[-1].n_rows
             if m + n > PIN_ROWS or not idx.merges_last(n):
                 return False
-            rooms.append(m + n)
+            lasts.append(m)
         r = self.arity
-        s1 = flat_size(n, r)
-        sizes = [s1 + flat_size(m, r) for m in rooms]
-        buf = np.empty(sum(sizes), dtype=np.int64)
+        spans = _spans(n, lasts, r)
+        buf = np.empty(spans[-1][2], dtype=np.int64)
         tables = np.empty((len(idxs), 2, r, 6), dtype=np.int64)
         bad_row = np.empty(r, dtype=np.int64)
         last = np.concatenate([idx.runs[-1].table() for idx in idxs])
-        bad = stage_runs_plus(delta.keys, delta.weights, cols, sort, last, np.array(rooms, dtype=np.int64),
-                              buf, tables, bad_row)
-        buf.flags.writeable = False
-        at = 0
-        tries = []
-        for i, m in enumerate(rooms):
-            t = Trie.from_flat(buf[at:at + s1], tables[i, 0], n, r)
-            if i == bad:
-                idxs[i].runs[-1]._overflow(t, bad_row)  # raises; nothing is staged yet
-            tries.append((t, Trie.from_flat(buf[at + s1:at + sizes[i]], tables[i, 1], m, r)))
-            at += sizes[i]
-        for idx, (t, tail) in zip(idxs, tries):
+        bad = stage_runs_plus(delta.keys, delta.weights, cols, sort, last,
+                              np.array([m + n for m in lasts], dtype=np.int64), buf, tables, bad_row)
+        if bad >= 0:  # raises; nothing is staged yet
+            a, b, _ = spans[bad]
+            idxs[bad].runs[-1]._overflow(Trie.from_flat(buf[a:b], tables[bad, 0], n, r), bad_row)
+        for idx, t, tail in self._staged_tries(idxs, lasts, n, buf, tables, tables[:, 1]):
             idx._stage_merged(t, tail)
         return True
+
+    def _staged_tries(self, idxs, lasts, n, buf, tables, tail_tables):
+        """Per index ``(index, the change's trie or None, its merge with the last run)``
+        from ``stage_runs_plus``'s buffer ``buf`` (``n`` changed rows; ``lasts``: the last
+        runs' rows): the change's trie has its table in ``tables[i, 0]`` (``tables`` None:
+        not made), the merge in ``tail_tables[i]``."""
+        r = self.arity
+        for i, (a, b, e) in enumerate(_spans(n, lasts, r)):
+            t = Trie.from_flat(buf[a:b], tables[i, 0], n, r) if tables is not None else None
+            yield idxs[i], t, Trie.from_flat(buf[b:e], tail_tables[i], lasts[i] + n, r)
 
     def _together_arrays(self):
         """``(indexes, their columns, whether each sorts)``, cached until an index is added."""
@@ -426,10 +440,9 @@ class Relation:
             return None
         shape = []
         for idx in idxs:
-            runs = idx.runs
-            if not runs or runs[-1].n_rows >= MIN_RUN or (idx._pending is not None and idx._pending[2] is runs[-1]):
-                return None  # (a last run under MIN_RUN takes any change: merges_last, without a call per index)
-            shape.append(len(runs))
+            if not idx.merges_last(1) or idx.runs[-1].n_rows >= MIN_RUN:
+                return None
+            shape.append(len(idx.runs))
         f = self._fused
         if f is None or f.shape != shape or f.idxs is not idxs:
             f = self._fused = FusedTick(idxs, cols, sort, shape)
@@ -440,33 +453,24 @@ class Relation:
             f.P = np.concatenate(tables) if len(tables) > 1 else np.ascontiguousarray(tables[0])
         f.runs = None
         f.last = [idx.runs[-1].n_rows for idx in idxs]
-        f.last_n = np.array(f.last, dtype=np.int64)
         return f
 
-    def _fused_tails(self, f: FusedTick, n: int, buf, NP):
-        """Per index ``(i, index, start in buf of its merge's trie)``, and that trie
-        made from what ``edge_tick`` wrote for ``f`` (``n`` changed rows)."""
-        r = self.arity
-        s1 = flat_size(n, r)
-        at = 0
-        for i, idx in enumerate(f.idxs):
-            m = f.last[i] + n
-            end = at + s1 + flat_size(m, r)
-            lo = f.last_rows_l[i]
-            yield i, idx, at, Trie.from_flat(buf[at + s1:end], NP[lo:lo + r], m, r)  # a bit set, if any, goes to NP
-            at = end
+    def _curr_tables(self, f: FusedTick, NP) -> list:
+        """Per index, its rows of ``NP`` (see ``stage_fused``): its ``curr`` tables."""
+        return [NP[lo:last + self.arity] for lo, last in zip(f.offsets_l, f.last_rows_l)]
 
     def stage_fused(self, f: FusedTick, keys, weights, buf, tables, NP) -> None:
         """Stage what ``edge_tick`` wrote for ``f`` (``fused_tick()`` of this tick): the
         change ``keys``/``weights`` (natural order, consolidated), and per index the
         change's trie and its merge with the last run in ``buf``/``tables``; ``NP`` is
-        ``f.P`` with each last run's table replaced by its merge's (``curr``'s tables)."""
-        n, r = len(keys), self.arity
-        for i, idx, at, tail in self._fused_tails(f, n, buf, NP):
-            t = Trie.from_flat(buf[at:at + flat_size(n, r)], tables[i, 0], n, r)
+        ``f.P`` with each last run's table replaced by its merge's (``curr``'s tables;
+        a bit set the merge's trie gets is written there)."""
+        curr = self._curr_tables(f, NP)
+        tails = [c[-self.arity:] for c in curr]
+        for i, (idx, t, tail) in enumerate(self._staged_tries(f.idxs, f.last, len(keys), buf, tables, tails)):
             idx._stage_merged(t, tail)
             idx._tables["delta"] = (t.table(), 1)
-            idx._tables["curr"] = (NP[f.offsets_l[i]:f.last_rows_l[i] + r], f.shape[i])
+            idx._tables["curr"] = (curr[i], f.shape[i])
         self.delta = ZSet(keys, weights)
 
     def commit_fused(self, f: FusedTick, n: int, buf, NP) -> None:
@@ -475,9 +479,11 @@ class Relation:
         ``stage_fused`` then ``commit`` do, without the change's own tries, which nothing
         reads once the tick's join has run. The next ``fused_tick`` starts from ``NP``
         when no run merged meanwhile."""
-        merged, r = False, self.arity
-        for i, idx, _, tail in self._fused_tails(f, n, buf, NP):
-            merged |= idx.commit_merged(tail, n, NP[f.offsets_l[i]:f.last_rows_l[i] + r])
+        curr = self._curr_tables(f, NP)
+        tails = [c[-self.arity:] for c in curr]
+        merged = False
+        for i, (idx, _, tail) in enumerate(self._staged_tries(f.idxs, f.last, n, buf, None, tails)):
+            merged |= idx.commit_merged(tail, n, curr[i])
         f.runs, f.next_P = (None, None) if merged else ([list(idx.runs) for idx in f.idxs], NP)
 
     def commit(self) -> None:
@@ -525,11 +531,11 @@ class FusedTick:
     """A binary relation's indexes laid out for ``kernels.tick.edge_tick``, for one shape
     (number of runs per index): their stacked ``prev`` tables ``P`` (set per tick),
     index ``i``'s first row in ``P`` (``offsets[i]``), its last run's (``last_rows[i]``)
-    and rows (``last_n[i]``, per tick), the level-0 rows of the natural index's parts
+    and rows (``last[i]``, per tick), the level-0 rows of the natural index's parts
     (``first``), and ``gather(kind, columns)``: where a view's part tables come from
     (``edge_tick``'s ``G``)."""
 
-    __slots__ = ("idxs", "cols", "sort", "shape", "offsets", "last_rows", "first", "P", "last_n", "_at",
+    __slots__ = ("idxs", "cols", "sort", "shape", "offsets", "last_rows", "first", "P", "_at",
                  "runs", "next_P", "last", "offsets_l", "last_rows_l")
 
     def __init__(self, idxs: list[IncrementalIndex], cols: np.ndarray, sort: np.ndarray, shape: list[int]):
@@ -540,7 +546,7 @@ class FusedTick:
         self.first = self.offsets[0] + np.arange(shape[0], dtype=np.int64) * r  # idxs[0] is the natural index
         self._at = {tuple(int(c) for c in idx.columns): i for i, idx in enumerate(idxs)}
         self.offsets_l, self.last_rows_l = self.offsets.tolist(), self.last_rows.tolist()
-        self.P = self.last_n = self.last = None
+        self.P = self.last = None
         self.runs = self.next_P = None  # the runs Relation.commit_fused left, and their stacked tables
 
     def parts(self, kind: str, columns: tuple[int, ...]) -> int:

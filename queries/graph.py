@@ -359,7 +359,7 @@ class Graph:
             plan = v.fused = (f, np.concatenate([f.gather(kind, cols) for _, kind, cols in views]),
                               prog.program_args())
         code, keys, w, buf, tables, NP, okeys, ow = edge_tick(ins, dels, True, f.P, f.first, f.cols, f.sort,
-                                                              f.last_rows, f.last_n, plan[1], *plan[2])
+                                                              f.last_rows, plan[1], *plan[2])
         if code == UNFUSED:
             return None
         if code == NO_CHANGE:

@@ -13,7 +13,7 @@ Inputs are int64 only, as in ``term`` and ``rowops``.
 import numpy as np
 from numba import njit
 
-from .rowops import edge_delta_into, stage_runs_plus
+from .rowops import edge_delta_into, flat_room, stage_runs_plus
 from .term import run_program
 
 __all__ = ["edge_tick", "NO_CHANGE", "UNFUSED", "STAGED", "JOINED"]
@@ -25,13 +25,7 @@ JOINED = 3     # staged, and the delta rule's rows are written
 
 
 @njit(cache=True, nogil=True)
-def _flat(n, r):
-    """``indexes.trie.flat_size``: the flat buffer of an ``r``-level trie with room ``n``."""
-    return r * n + max(r - 1, 1) * (n + 1) + n
-
-
-@njit(cache=True, nogil=True)
-def edge_tick(ins, dels, normalise, P, first, cols, sort, last_rows, last_n, G, at, deep, fixed, part_rows,
+def edge_tick(ins, dels, normalise, P, first, cols, sort, last_rows, G, at, deep, fixed, part_rows,
               level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col,
               term_levels, term_parts, out_cols, limit, first_part):
     """One tick of edge inserts ``ins`` and deletes ``dels`` (``int64[n, 2]``) on a binary
@@ -42,7 +36,7 @@ def edge_tick(ins, dels, normalise, P, first, cols, sort, last_rows, last_n, G, 
     rows, index after index); ``first``: the level-0 rows in ``P`` of the natural index's
     parts (``edge_delta_into``'s ``first``); index ``i`` takes the columns in the order
     ``cols[i]``, sorting when ``sort[i]``, and its last run has its table at row
-    ``last_rows[i]`` of ``P`` and ``last_n[i]`` rows. ``G`` gathers the join's table: row
+    ``last_rows[i]`` of ``P``. ``G`` gathers the join's table: row
     ``j`` is ``P[G[j]]`` when ``G[j] >= 0``, else row ``-1 - G[j]`` of the staged tables
     (``tables.reshape(-1, 6)``, see below). The rest is ``run_program``'s program.
 
@@ -76,8 +70,8 @@ def edge_tick(ins, dels, normalise, P, first, cols, sort, last_rows, last_n, G, 
     TA = np.empty((k * r, 6), dtype=np.int64)
     size = 0
     for i in range(k):
-        rooms[i] = last_n[i] + m
-        size += _flat(m, r) + _flat(rooms[i], r)
+        rooms[i] = P[last_rows[i] + r - 1, 1] + m  # the last run's rows (its leaf level's count) and the change's
+        size += flat_room(m, r) + flat_room(rooms[i], r)
         for j in range(r):
             TA[i * r + j] = P[last_rows[i] + j]
     buf = np.empty(size, dtype=np.int64)
