@@ -656,19 +656,20 @@ def _probe_row(S, sp, pl, ph, sd, sg, sf, fl, fh, mark, mark_lo, mark_size, b0, 
     this lets the misses of several values overlap instead of queueing one by one.
     """
     va, d, dn, base, off, ga = S[sp, V], S[sd, D], S[sd, DN], S[sd, B], S[sd, O], S[sg, V]
+    end = S[sp, N]  # prefetch past ph: a batch's next rows' ranges follow this one's
     acc = np.int64(0)
     for i in range(pl, ph):
-        if i + 3 * PROBE_AHEAD < ph:
+        if i + 3 * PROBE_AHEAD < end:
             k = _load(va, i + 3 * PROBE_AHEAD) - base
             if 0 <= k < dn:
                 _prefetch(d + 8 * k)
-        if i + 2 * PROBE_AHEAD < ph:
+        if i + 2 * PROBE_AHEAD < end:
             k = _load(va, i + 2 * PROBE_AHEAD) - base
             if 0 <= k < dn:
                 p = _load(d, k)
                 if p >= 0:
                     _prefetch(off + 8 * p)
-        if i + PROBE_AHEAD < ph:
+        if i + PROBE_AHEAD < end:
             k = _load(va, i + PROBE_AHEAD) - base
             if 0 <= k < dn:
                 p = _load(d, k)
