@@ -253,15 +253,49 @@ def _candidates(l, r, S, level_slots, ab, a0, n_atoms, bnd_off, bnd_col, bnd_upp
     return (best, size) if size > 0 else (-1, 0)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _prefetch_lookups(S, s0, ab, a0, n_atoms, best, i, ahead):
+    """For ``_next``: prefetch the directory entries, in every other atom's parts that
+    have one, of the proposer's (one part, slot ``ab[a0 + best]``) value at ``i + 2 *
+    ahead``, and the offsets of its value at ``i + ahead``."""
+    sp = ab[a0 + best]
+    va, n = S[sp, V], S[sp, N]
+    for a in range(n_atoms):
+        if a == best:
+            continue
+        for s in range(ab[a0 + a], ab[a0 + a + 1]):
+            dn = S[s, DN]
+            if dn <= 0 or S[s, N] < 2 * n:  # (probes of most of a level walk it in order)
+                continue
+            if i + 2 * ahead < n:
+                k = _load(va, i + 2 * ahead) - S[s, B]
+                if 0 <= k < dn:
+                    _prefetch(S[s, D] + 8 * k)
+            if i + ahead < n and S[s, LAST] == 0:
+                k = _load(va, i + ahead) - S[s, B]
+                if 0 <= k < dn:
+                    p = _load(S[s, D], k)
+                    if p >= 0:
+                        _prefetch(S[s, O] + 8 * p)
+
+
 @row_kernel
-def _next(S, s0, ab, a0, n_atoms, best, lo, hi, cur, hits):
+def _next(S, s0, ab, a0, n_atoms, best, lo, hi, cur, hits, ahead):
     """The next value all atoms hold, with each slot's position in ``hits`` (-1 absent).
 
     The proposer's parts are merged in order; every other part is searched with a
     cursor that only moves forward, or looked up in its level-0 directory when the row's
     range is the whole level.
+
+    With ``ahead`` > 0 and a proposer of one part, the directory entries of the values
+    ``2 * ahead`` places on in the proposer's values, and the offsets of those ``ahead``
+    places on, are prefetched, past the row's range too: a tick's frontier takes its
+    ranges in order from the delta's values, so those are the next rows' values. On a
+    large graph each directory and offsets lookup of a tick missed the cache.
     """
     p0, p1 = ab[a0 + best] - s0, ab[a0 + best + 1] - s0
+    if ahead > 0 and p1 - p0 == 1:
+        _prefetch_lookups(S, s0, ab, a0, n_atoms, best, cur[p0], ahead)
     while True:
         have = False
         x = 0
@@ -272,6 +306,8 @@ def _next(S, s0, ab, a0, n_atoms, best, lo, hi, cur, hits):
                     x, have = v, True
         if not have:
             return False, x
+        if ahead > 0 and p1 - p0 == 1:
+            _prefetch_lookups(S, s0, ab, a0, n_atoms, best, cur[p0] + 1, ahead)
         for j in range(p0, p1):
             if cur[j] < hi[j] and _load(S[s0 + j, V], cur[j]) == x:
                 hits[j] = cur[j]
@@ -385,6 +421,10 @@ def _extend_rows(l, r, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_co
     s0, s1 = level_slots[l], level_slots[l + 1]
     a0 = level_atoms[l]
     n_atoms = level_atoms[l + 1] - a0 - 1
+    ahead = 0  # see _next: a level with directories prefetches its lookups
+    for s in range(s0, s1):
+        if S[s, DN] > 0:
+            ahead = AHEAD
     while r < n:
         if r + AHEAD < n:
             _prefetch_ranges(S, s0, s1, LO, HI, r + AHEAD)
@@ -399,7 +439,7 @@ def _extend_rows(l, r, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_co
         for j in range(s1 - s0):
             cur[j] = lo[j]
         while True:
-            ok, x = _next_in(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits)
+            ok, x = _next_in(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, ahead)
             if not ok:
                 break
             if not _distinct(x, bound, r, ne_off, ne_col, l):
@@ -630,7 +670,7 @@ def _count_last(l, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, b
     for j in range(s1 - s0):
         cur[j] = lo[j]
     while True:
-        ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits)
+        ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, 0)
         if not ok:
             return True, acc
         if not _distinct(x, bound, r, ne_off, ne_col, l):
@@ -795,7 +835,7 @@ def _count_tail_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
             one_hi[0, p] = HI[r, p]
         acc = np.int64(0)
         while True:
-            ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits)
+            ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, 0)
             if not ok:
                 break
             if not _distinct(x, bound, r, ne_off, ne_col, l):
