@@ -9,7 +9,8 @@ the same inputs, never by two separate runs:
   jitted call) is replayed ``--reps`` times per version, alternating which goes first, on
   the same arguments. Replays are hot (the tick's data is cached), so this measures the
   kernels' work, not their cache misses.
-* ``batch``: ``Graph.count("triangle")`` on generated graphs (power-law, skewed), with the
+* ``batch``: ``Graph.count("triangle")`` on generated graphs (power-law, skewed), and
+  with ``--real`` on the graphs of ``../shared/data/graphs`` that are present, with the
   join module pointed at either version's kernels before each count.
 
 The other commit's ``wcoj/kernels`` is read with ``git show`` into a temporary package
@@ -32,7 +33,7 @@ import numpy as np
 
 import wcoj.generic_join as gj
 from benchmarks._common import header
-from benchmarks.bench_triangles import make_tick, oriented, skewed
+from benchmarks.bench_triangles import GRAPHS, REAL, make_tick, oriented, read_edges, skewed
 from queries.graph import Graph
 from queries.graphio import generate_power_law
 
@@ -97,11 +98,13 @@ def ticks_section(base, args) -> None:
 
 def batch_section(base, args) -> None:
     print(f"\n## Graph.count('triangle'), medians of {args.reps} alternating counts (milliseconds)")
-    print(f"{'graph':<16}{'new':>10}{'base':>10}{'base/new':>10}")
+    print(f"{'graph':<18}{'new':>10}{'base':>10}{'base/new':>10}")
     new = {k: getattr(gj, k) for k in KERNELS}
     old = {k: getattr(base, k) for k in KERNELS}
     graphs = [(f"powerlaw-{args.edges:.0e}", lambda: generate_power_law(int(args.edges), seed=args.seed))]
     graphs += [(f"skewed-{m:.0e}", lambda m=m: skewed(int(m))) for m in args.skewed_edges]
+    if args.real:
+        graphs += [(f.split(".")[0], lambda f=f: read_edges(GRAPHS / f)) for f in REAL if (GRAPHS / f).exists()]
     try:
         for name, make in graphs:
             g = Graph()
@@ -118,7 +121,7 @@ def batch_section(base, args) -> None:
             if len(set(counts)) != 1:
                 raise SystemExit(f"{name}: the two versions' counts differ: {sorted(set(counts))}")
             a, b = np.median(times[0]), np.median(times[1])
-            print(f"{name:<16}{a * 1e3:>10.2f}{b * 1e3:>10.2f}{b / a:>10.3f}", flush=True)
+            print(f"{name:<18}{a * 1e3:>10.2f}{b * 1e3:>10.2f}{b / a:>10.3f}", flush=True)
     finally:
         for k, f in new.items():
             setattr(gj, k, f)
@@ -131,6 +134,8 @@ def main(argv=None) -> None:
     p.add_argument("--edges", type=float, default=1e6, help="edges of the power-law graph")
     p.add_argument("--skewed-edges", type=float, nargs="+", default=[3e4, 1e5])
     p.add_argument("--ks", type=int, nargs="+", default=[10, 1000, 100_000])
+    p.add_argument("--real", action="store_true",
+                   help="batch also on the graphs of ../shared/data/graphs (those present)")
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
