@@ -260,12 +260,13 @@ def _prefetch_lookups(S, s0, ab, a0, n_atoms, best, i, ahead):
     ahead``, and the offsets of its value at ``i + ahead``."""
     sp = ab[a0 + best]
     va, n = S[sp, V], S[sp, N]
+    walk = S[sp, DN] > 0  # a level 0 with a directory proposes in order: dense, it walks the others
     for a in range(n_atoms):
         if a == best:
             continue
         for s in range(ab[a0 + a], ab[a0 + a + 1]):
             dn = S[s, DN]
-            if dn <= 0 or S[s, N] < 2 * n:  # (probes of most of a level walk it in order)
+            if dn <= 0 or (walk and S[s, N] < 2 * n):
                 continue
             if i + 2 * ahead < n:
                 k = _load(va, i + 2 * ahead) - S[s, B]
@@ -291,7 +292,9 @@ def _next(S, s0, ab, a0, n_atoms, best, lo, hi, cur, hits, ahead):
     ``2 * ahead`` places on in the proposer's values, and the offsets of those ``ahead``
     places on, are prefetched, past the row's range too: a tick's frontier takes its
     ranges in order from the delta's values, so those are the next rows' values. On a
-    large graph each directory and offsets lookup of a tick missed the cache.
+    large graph each directory and offsets lookup of a tick missed the cache. Not when
+    the proposer is a level 0 with a directory and at least half the other's size (a
+    batch's level 0): its probes walk the other level in order, as the hardware expects.
     """
     p0, p1 = ab[a0 + best] - s0, ab[a0 + best + 1] - s0
     if ahead > 0 and p1 - p0 == 1:
