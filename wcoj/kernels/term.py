@@ -293,7 +293,7 @@ def _next(S, s0, ab, a0, n_atoms, best, lo, hi, cur, hits, ahead):
     places on, are prefetched, past the row's range too: a tick's frontier takes its
     ranges in order from the delta's values, so those are the next rows' values. On a
     large graph each directory and offsets lookup of a tick missed the cache. Not when
-    the proposer is a level 0 with a directory and at least half the other's size (a
+    the proposer is a level 0 with a directory and more than half the other's size (a
     batch's level 0): its probes walk the other level in order, as the hardware expects.
     """
     p0, p1 = ab[a0 + best] - s0, ab[a0 + best + 1] - s0
