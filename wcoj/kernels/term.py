@@ -297,7 +297,8 @@ def _next(S, s0, ab, a0, n_atoms, best, lo, hi, cur, hits, ahead):
     batch's level 0): its probes walk the other level in order, as the hardware expects.
     """
     p0, p1 = ab[a0 + best] - s0, ab[a0 + best + 1] - s0
-    if ahead > 0 and p1 - p0 == 1:
+    ahead = ahead if p1 - p0 == 1 and S[s0 + p0, N] > ahead else 0  # (a small delta: nothing ahead)
+    if ahead > 0:
         _prefetch_lookups(S, s0, ab, a0, n_atoms, best, cur[p0], ahead)
     while True:
         have = False
@@ -309,7 +310,7 @@ def _next(S, s0, ab, a0, n_atoms, best, lo, hi, cur, hits, ahead):
                     x, have = v, True
         if not have:
             return False, x
-        if ahead > 0 and p1 - p0 == 1:
+        if ahead > 0:
             _prefetch_lookups(S, s0, ab, a0, n_atoms, best, cur[p0] + 1, ahead)
         for j in range(p0, p1):
             if cur[j] < hi[j] and _load(S[s0 + j, V], cur[j]) == x:
