@@ -455,9 +455,11 @@ class Relation:
         f.last = [idx.runs[-1].n_rows for idx in idxs]
         return f
 
-    def _curr_tables(self, f: FusedTick, NP) -> list:
-        """Per index, its rows of ``NP`` (see ``stage_fused``): its ``curr`` tables."""
-        return [NP[lo:last + self.arity] for lo, last in zip(f.offsets_l, f.last_rows_l)]
+    def _curr_tables(self, f: FusedTick, NP) -> tuple[list, list]:
+        """Per index, its rows of ``NP`` (see ``stage_fused``): its ``curr`` tables, and
+        their last run's rows (the merge's table)."""
+        curr = [NP[lo:last + self.arity] for lo, last in zip(f.offsets, f.last_rows_l)]
+        return curr, [c[-self.arity:] for c in curr]
 
     def stage_fused(self, f: FusedTick, keys, weights, buf, tables, NP) -> None:
         """Stage what ``edge_tick`` wrote for ``f`` (``fused_tick()`` of this tick): the
@@ -465,8 +467,7 @@ class Relation:
         change's trie and its merge with the last run in ``buf``/``tables``; ``NP`` is
         ``f.P`` with each last run's table replaced by its merge's (``curr``'s tables;
         a bit set the merge's trie gets is written there)."""
-        curr = self._curr_tables(f, NP)
-        tails = [c[-self.arity:] for c in curr]
+        curr, tails = self._curr_tables(f, NP)
         for i, (idx, t, tail) in enumerate(self._staged_tries(f.idxs, f.last, len(keys), buf, tables, tails)):
             idx._stage_merged(t, tail)
             idx._tables["delta"] = (t.table(), 1)
@@ -479,8 +480,7 @@ class Relation:
         ``stage_fused`` then ``commit`` do, without the change's own tries, which nothing
         reads once the tick's join has run. The next ``fused_tick`` starts from ``NP``
         when no run merged meanwhile."""
-        curr = self._curr_tables(f, NP)
-        tails = [c[-self.arity:] for c in curr]
+        curr, tails = self._curr_tables(f, NP)
         merged = False
         for i, (idx, _, tail) in enumerate(self._staged_tries(f.idxs, f.last, n, buf, None, tails)):
             merged |= idx.commit_merged(tail, n, curr[i])
@@ -536,16 +536,16 @@ class FusedTick:
     (``edge_tick``'s ``G``)."""
 
     __slots__ = ("idxs", "cols", "sort", "shape", "offsets", "last_rows", "first", "P", "_at",
-                 "runs", "next_P", "last", "offsets_l", "last_rows_l")
+                 "runs", "next_P", "last", "last_rows_l")
 
     def __init__(self, idxs: list[IncrementalIndex], cols: np.ndarray, sort: np.ndarray, shape: list[int]):
         r = 2
         self.idxs, self.cols, self.sort, self.shape = idxs, cols, sort, shape
-        self.offsets = np.concatenate([[0], np.cumsum(shape)[:-1]]).astype(np.int64) * r
-        self.last_rows = (self.offsets + (np.array(shape, dtype=np.int64) - 1) * r).astype(np.int64)
-        self.first = self.offsets[0] + np.arange(shape[0], dtype=np.int64) * r  # idxs[0] is the natural index
+        offsets = np.concatenate([[0], np.cumsum(shape)[:-1]]).astype(np.int64) * r
+        self.last_rows = (offsets + (np.array(shape, dtype=np.int64) - 1) * r).astype(np.int64)  # for the kernel
+        self.first = np.arange(shape[0], dtype=np.int64) * r  # idxs[0], the natural index, comes first in P
         self._at = {tuple(int(c) for c in idx.columns): i for i, idx in enumerate(idxs)}
-        self.offsets_l, self.last_rows_l = self.offsets.tolist(), self.last_rows.tolist()
+        self.offsets, self.last_rows_l = offsets.tolist(), self.last_rows.tolist()
         self.P = self.last = None
         self.runs = self.next_P = None  # the runs Relation.commit_fused left, and their stacked tables
 
@@ -560,7 +560,7 @@ class FusedTick:
         """``edge_tick``'s ``G`` entries for view ``kind`` of the index in ``columns``
         order: rows of ``P`` (>= 0), or ``-1 - row`` of the staged tables."""
         i, r = self._at[tuple(columns)], 2
-        lo, last = int(self.offsets[i]), int(self.last_rows[i])
+        lo, last = self.offsets[i], self.last_rows_l[i]
         staged = lambda j: -1 - (i * 2 * r + j * r + np.arange(r))  # noqa: E731  (j 0: the change, 1: its merge)
         if kind == "prev":
             return np.arange(lo, last + r)

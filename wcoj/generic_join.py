@@ -765,9 +765,7 @@ class IncrementalGenericJoin:
         del stacked  # the views (and their tries) were alive while the kernel read them
         if status < 0:  # too big to hold, or an overflow: the term-by-term path streams or raises
             return None
-        if not keys.shape[0]:
-            return ZSet.empty(len(self.output))
-        return ZSet(*consolidate(keys, w))  # several terms may emit one row
+        return self.fused_rows(keys, w)
 
     def _program(self, live: tuple[int, ...], n_parts: tuple[tuple[int, ...], ...]) -> _TermsProgram:
         """The ``_TermsProgram`` of the terms ``live`` whose atoms' views have ``n_parts``

@@ -504,7 +504,6 @@ def merge_tries_into(TA, TB, values, offsets, vstart, ostart, out_w, counts, bad
     return -1
 
 
-
 @njit(cache=True, nogil=True)
 def first_outside(a, lo, hi):
     """The position of the first value of ``a`` (``int64[n]``) outside ``[lo, hi]``, or -1."""
