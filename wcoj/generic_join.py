@@ -55,14 +55,16 @@ from wcoj.kernels.intersect import (
     count_pair_parallel,
     narrow_ranges,
 )
+from wcoj.shares import run_shares
 from wcoj.zset import ZSet, consolidate
 
 __all__ = ["Atom", "generic_join", "IncrementalGenericJoin", "choose_order", "SLICE_ROWS"]
 
 I64 = npt.NDArray[np.int64]
 SLICE_ROWS = 1 << 21  # upper bound on candidate rows materialised per slice
-THREADS = min(numba.config.NUMBA_NUM_THREADS, 8)  # a large tick's delta terms run in this many shares
-DELTA_SHARE_ROWS = 1 << 14  # ... when its terms' deltas have at least this many rows (a ~15 ms kernel)
+THREADS = min(numba.config.NUMBA_NUM_THREADS, 8)  # a large tick's delta terms run on this many threads,
+SHARES_PER_THREAD = 2  # in this many shares per thread (each thread takes the next one left)
+DELTA_SHARE_ROWS = 1 << 10  # ... when its terms' deltas have at least this many rows (a ~1 ms kernel)
 _NO_DIR = np.zeros(0, dtype=np.int64)
 _NO_DIR.flags.writeable = False  # the same (read-only) array type as the tries' arrays
 
@@ -760,7 +762,7 @@ class IncrementalGenericJoin:
         if not live:
             return ZSet.empty(len(self.output))
         prog = self._program(tuple(live), tuple(n_parts))
-        shares = THREADS if rows >= DELTA_SHARE_ROWS else 1
+        shares = SHARES_PER_THREAD * THREADS if rows >= DELTA_SHARE_ROWS and THREADS > 1 else 1
         status, keys, w = prog.run(np.concatenate(tables), SLICE_ROWS, shares)
         del stacked  # the views (and their tries) were alive while the kernel read them
         if status < 0:  # too big to hold, or an overflow: the term-by-term path streams or raises
@@ -908,31 +910,20 @@ class _TermsProgram:
     def run(self, table, limit: int, shares: int = 1):
         """``(status, keys, w)`` from ``run_terms`` over ``table``, the stacked
         ``TrieArrays.table()`` of the terms' atoms' parts in order; with ``shares > 1``,
-        the rows in that many shares run on as many threads (the kernels release the GIL),
-        each holding up to ``limit`` rows per level. The caller keeps the parts alive: the
+        the rows in that many shares, on this thread and up to ``THREADS - 1`` helpers
+        (``wcoj.shares``; the kernels release the GIL), each share holding up to ``limit``
+        rows per level. The caller keeps the parts alive: the
         kernel reads their addresses."""
         args = (table, *self.program_args(limit))
         if shares <= 1:
             status, _, keys, w = run_program(*args, 0, 1)
             return status, keys, w
-        outs = list(_pool().map(lambda i: run_program(*args, i, shares), range(shares)))
+        outs = run_shares(lambda i: run_program(*args, i, shares), shares, THREADS)
         bad = [o[0] for o in outs if o[0] < 0]
         if bad:
             return bad[0], None, None
         return (sum(int(o[0]) for o in outs), np.concatenate([o[2] for o in outs]),
                 np.concatenate([o[3] for o in outs]))
-
-
-_POOL = None
-
-
-def _pool():
-    """The threads that run a large tick's shares (created on first use)."""
-    global _POOL
-    if _POOL is None:
-        from concurrent.futures import ThreadPoolExecutor
-        _POOL = ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="wcoj-delta")
-    return _POOL
 
 
 class _Shape:

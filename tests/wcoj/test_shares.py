@@ -1,0 +1,75 @@
+"""``wcoj.shares.run_shares``: every share once, results in share order, shares really on
+several threads, the first error raised only after every started share stopped, and the
+helper threads pinned to CPUs other than the caller's where Linux says which CPU that is."""
+
+import os
+import threading
+import time
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from wcoj import shares
+from wcoj.shares import run_shares
+
+
+@given(n=st.integers(0, 40), threads=st.integers(1, 4))
+def test_every_share_once_in_order(n, threads):
+    seen = []
+    lock = threading.Lock()
+
+    def fn(i):
+        with lock:
+            seen.append(i)
+        return (i, i * i)
+
+    assert run_shares(fn, n, threads) == [(i, i * i) for i in range(n)]
+    assert sorted(seen) == list(range(n))
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 if hasattr(os, "sched_getaffinity") else True,
+                    reason="needs two CPUs")
+def test_shares_run_on_two_threads_at_once():
+    """Two shares that each wait for the other can only finish if they run together."""
+    barrier = threading.Barrier(2, timeout=10)
+    names = run_shares(lambda i: (barrier.wait(), threading.current_thread().name)[1], 2, 2)
+    assert len(set(names)) == 2 and threading.current_thread().name in names
+
+
+def test_first_error_raised_after_every_share_stopped():
+    running = set()
+    lock = threading.Lock()
+
+    def fn(i):
+        with lock:
+            running.add(i)
+        time.sleep(0.01)
+        with lock:
+            running.discard(i)
+        if i in (1, 3):
+            raise ValueError(f"share {i}")
+        return i
+
+    with pytest.raises(ValueError, match="share 1"):
+        run_shares(fn, 64, 2)
+    assert not running  # no share still reads the caller's arrays
+
+
+def test_helpers_are_pinned_to_other_cpus():
+    if shares._getcpu() is None or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("the CPU of a thread cannot be read here, or there is one CPU")
+    cpus = sorted(os.sched_getaffinity(0))
+    out = {}
+
+    def caller(cpu):  # a thread of its own, pinned to ``cpu``, runs two shares that meet
+        os.sched_setaffinity(0, {cpu})
+        barrier = threading.Barrier(2, timeout=10)
+        out[cpu] = run_shares(lambda i: (barrier.wait(), os.sched_getaffinity(0))[1], 2, 2)
+
+    for cpu in cpus[:2]:
+        t = threading.Thread(target=caller, args=(cpu,))
+        t.start()
+        t.join()
+        helper = [p for p in out[cpu] if p != {cpu}]
+        assert len(helper) == 1 and len(helper[0]) == 1 and cpu not in helper[0]

@@ -1,0 +1,117 @@
+"""Thread shares of one job: the calling thread and pinned helper threads work together.
+
+A large tick's delta terms run as several calls of one kernel (``run_program``), each over
+a share of the delta; the kernels release the GIL. ``run_shares(fn, n, threads)`` returns
+``[fn(0), ..., fn(n - 1)]``, computed by the caller and up to ``threads - 1`` helpers, each
+taking the next share nobody has taken. Two things made the obvious ``pool.map`` slower
+than one thread at a thousand changes a tick (measured on this project's 2-core host):
+
+* the caller waited idle while the pool's threads woke up, instead of working;
+* Linux put a woken helper on the CPU of the thread that woke it, the one about to run a
+  share itself, and the two shares took turns on one CPU until the scheduler moved one
+  (a few milliseconds: longer than the whole job).
+
+So each helper thread is pinned to one CPU the process may use (its main thread's
+affinity: ``taskset``, cgroups), and a job goes to the helpers of the CPUs other than the
+caller's. Where the CPU of a thread cannot be
+read (not Linux), the helpers are not pinned.
+
+Relies on the standard library only. Used by ``wcoj.generic_join``.
+
+>>> run_shares(lambda i: i * i, 5, 2)
+[0, 1, 4, 9, 16]
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+
+__all__ = ["run_shares"]
+
+_LOCK = threading.Lock()
+_HELPERS: dict[int, ThreadPoolExecutor] = {}  # CPU (or -1 - i when not pinned) -> its one-thread helper
+_GETCPU: Callable[[], int] | None = None
+
+
+def _getcpu() -> Callable[[], int] | None:
+    """glibc's ``sched_getcpu`` (the caller's CPU now), or ``None`` where it is missing."""
+    global _GETCPU
+    if _GETCPU is None:
+        fn = None
+        if hasattr(os, "sched_setaffinity"):
+            try:
+                fn = ctypes.CDLL(None, use_errno=True).sched_getcpu
+                fn.restype, fn.argtypes = ctypes.c_int, []
+                if fn() < 0:
+                    fn = None
+            except (OSError, AttributeError):
+                fn = None
+        _GETCPU = fn or (lambda: -1)
+    return None if _GETCPU() < 0 else _GETCPU
+
+
+def _pin(cpu: int) -> None:
+    """Pin the calling thread to ``cpu`` (left unpinned if the process may not use it)."""
+    try:
+        os.sched_setaffinity(0, {cpu})
+    except OSError:
+        pass
+
+
+def _helper(key: int) -> ThreadPoolExecutor:
+    """The one-thread helper of CPU ``key`` (pinned to it), or the ``-1 - key``-th unpinned one."""
+    h = _HELPERS.get(key)
+    if h is None:
+        with _LOCK:
+            h = _HELPERS.get(key)
+            if h is None:
+                h = _HELPERS[key] = ThreadPoolExecutor(1, thread_name_prefix=f"wcoj-share-{key}",
+                                                       initializer=_pin if key >= 0 else None, initargs=(key,))
+    return h
+
+
+def _helpers(n: int) -> list[ThreadPoolExecutor]:
+    """Up to ``n`` helpers on CPUs other than the caller's."""
+    if n <= 0:
+        return []
+    getcpu = _getcpu()
+    if getcpu is None:
+        return [_helper(-1 - i) for i in range(n)]
+    here = getcpu()
+    return [_helper(c) for c in sorted(os.sched_getaffinity(os.getpid())) if c != here][:n]
+
+
+def run_shares(fn: Callable[[int], object], n: int, threads: int) -> list:
+    """``[fn(0), ..., fn(n - 1)]``, computed by this thread and up to ``threads - 1``
+    helper threads (fewer when the process may use fewer CPUs), each taking the next
+    share not yet taken. ``fn`` should release the GIL (a ``nogil`` kernel) for the shares
+    to overlap. Returns once every started share is done, also when one raises: the first
+    error (by share) is raised then, and no further shares start."""
+    results: list = [None] * n
+    errors: dict[int, BaseException] = {}
+    claim = itertools.count()
+
+    def work() -> None:
+        while not errors:
+            i = next(claim)
+            if i >= n:
+                return
+            try:
+                results[i] = fn(i)
+            except BaseException as e:  # noqa: BLE001 - re-raised below, after every share stopped
+                errors[i] = e
+
+    futures: list[Future] = [h.submit(work) for h in _helpers(min(threads, n) - 1)]
+    try:
+        work()
+    finally:
+        for f in futures:
+            f.result()
+    if errors:
+        raise errors[min(errors)]
+    return results
