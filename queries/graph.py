@@ -34,7 +34,8 @@ from indexes.trie import warm_up_merges
 from queries.patterns import Pattern, by_name
 from wcoj.errors import InputError, QueryError, WcojError
 from wcoj.generic_join import IncrementalGenericJoin
-from wcoj.kernels.rowops import SMALL_ROWS, edge_delta_into, first_outside, last_edge_ops_into, pack_edge_ops
+from wcoj.kernels.rowops import (SMALL_ROWS, edge_delta_into, edge_delta_sorted, first_outside, last_edge_ops_into,
+                                 pack_edge_ops)
 from wcoj.kernels.tick import JOINED, NO_CHANGE, UNFUSED, edge_tick
 from wcoj.zset import ZSet
 
@@ -44,6 +45,7 @@ I64 = npt.NDArray[np.int64]
 MAX_ID = (1 << 62) - 1
 _PART_ROWS = np.arange(0, 2 * 64, 2, dtype=np.int64)  # the level-0 row of each part of a binary view
 _OPS = {"<": np.less, "!=": np.not_equal}
+NUMPY_SORT_ROWS = 4096  # a tick of more edge changes sorts them with numpy, not inside the kernel
 
 
 def as_edge_array(edges, what: str = "edges") -> I64:
@@ -291,8 +293,14 @@ class Graph:
         table, parts = rel.view_table("prev", (0, 1))
         keys, w = np.empty((n, 2), dtype=np.int64), np.empty(n, dtype=np.int64)
         first = _PART_ROWS[:parts] if parts <= len(_PART_ROWS) else np.arange(0, 2 * parts, 2, dtype=np.int64)
-        m = edge_delta_into(inserts, deletes, not self.directed, table, first, keys, w)
-        if m >= 0:  # one kernel call; else ids too large to pack, or an overflow to report
+        if n <= NUMPY_SORT_ROWS:
+            m = edge_delta_into(inserts, deletes, not self.directed, table, first, keys, w)
+        else:  # the same, sorting with numpy's (SIMD) sort between its two kernels
+            packed = np.empty(n, dtype=np.int64)
+            m, bv, bo = pack_edge_ops(inserts, deletes, not self.directed, packed)
+            if m >= 0:
+                m = edge_delta_sorted(np.sort(packed[:m]), len(inserts), bv, bo, table, first, keys, w)
+        if m >= 0:  # else ids too large to pack, or an overflow to report
             return ZSet(keys[:m], w[:m])
         rows, insert = _last_ops(inserts, deletes, normalise=not self.directed)
         if not len(rows):
