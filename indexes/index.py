@@ -43,16 +43,19 @@ from collections.abc import Iterable
 import numpy as np
 
 from wcoj.errors import ArityMismatchError, InputError
+from wcoj.shares import run_shares
 from wcoj.zset import ZSet
 from wcoj.kernels.rowops import SMALL_ROWS, stage_runs_plus
 from indexes.trie import PIN_ROWS, Trie, TrieView, flat_size
 
-__all__ = ["IncrementalIndex", "Relation", "MERGE_RATIO", "MIN_RUN", "BACKGROUND_ROWS", "BACKGROUND_RATIO"]
+__all__ = ["IncrementalIndex", "Relation", "MERGE_RATIO", "MIN_RUN", "BACKGROUND_ROWS", "BACKGROUND_RATIO",
+           "PARALLEL_STAGE_ROWS"]
 
 MERGE_RATIO = 4   # a run merges into its predecessor when it reaches 1/MERGE_RATIO of its size
 MIN_RUN = 4096    # runs smaller than this are merged eagerly (cheap, keeps views few-part)
 BACKGROUND_ROWS = 1 << 16  # merges of at least this many rows run on a background thread, when they
 BACKGROUND_RATIO = 32      # are also this many times the tick's change (else its own work dwarfs them)
+PARALLEL_STAGE_ROWS = 1 << 14  # a change of this many rows is staged on every index at once (threads)
 VIEWS = ("prev", "delta", "curr")
 _MERGER = None
 
@@ -371,11 +374,22 @@ class Relation:
                                      f"relation {self.name} has {self.arity} columns, the change has {z.arity}")
 
     def stage(self, delta: ZSet) -> None:
-        """Stage a tick's change on every index."""
+        """Stage a tick's change on every index: a change of at least
+        ``PARALLEL_STAGE_ROWS`` rows on all of them at once, on several threads (their
+        kernels release the GIL). If an index fails (a weight overflow), none keeps the
+        change."""
         self._check(delta)
-        if not self._stage_together(delta):
-            for idx in self.indexes.values():
-                idx.stage(delta)
+        try:
+            if not self._stage_together(delta):
+                idxs = list(self.indexes.values())
+                if len(delta) >= PARALLEL_STAGE_ROWS and len(idxs) > 1:
+                    run_shares(lambda i: idxs[i].stage(delta), len(idxs), len(idxs))
+                else:
+                    for idx in idxs:
+                        idx.stage(delta)
+        except BaseException:
+            self.rollback()
+            raise
         self.delta = delta
 
     def _stage_together(self, delta: ZSet) -> bool:

@@ -198,9 +198,18 @@ def test_index_errors():
 
 
 # ------------------------------------------------------------------ Relation
-@settings(max_examples=25)
+@pytest.fixture(params=["one thread", "parallel stage"])
+def parallel_stage(request, monkeypatch):
+    """Stage every change on one index after the other, or on all at once on threads
+    (as a change of ``PARALLEL_STAGE_ROWS`` rows is)."""
+    if request.param == "parallel stage":
+        monkeypatch.setattr(index_mod, "PARALLEL_STAGE_ROWS", 1)
+
+
+@settings(max_examples=25,  # the fixture only patches a constant: safe to share across examples
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(deltas(3, domain=3), st.booleans(), st.permutations(range(3))), min_size=1, max_size=8))
-def test_relation_views_in_every_order_equal_the_integral(ticks):
+def test_relation_views_in_every_order_equal_the_integral(parallel_stage, ticks):
     rel = Relation("S", 3)
     integral = {}
     for delta, commit, ask in ticks:
@@ -271,6 +280,25 @@ def test_a_weight_overflow_while_staging_every_index_changes_nothing():
     rel.stage(ZSet.from_dict({(3, 1): 1}))
     rel.commit()
     assert rel.contents().to_dict() == {(1, 2): 2**62, (2, 3): 1, (3, 1): 1}
+
+
+def test_an_index_that_fails_to_stage_leaves_the_change_on_none(parallel_stage):
+    """A change too large for ``_stage_together``: if one index fails to stage it (here
+    a ``MemoryError``), the others, which did, forget it too."""
+    rel = Relation("E", 2)
+    rel.load(ZSet.from_rows([(1, 2), (2, 3)]))
+    failing = rel.ensure_index((1, 0))
+
+    def fail(delta):
+        raise MemoryError("no room for the change")
+
+    failing.stage = fail
+    with pytest.raises(MemoryError):
+        rel.stage(ZSet.from_rows([(i, i + 1) for i in range(10, 400)]))
+    assert rel.delta_is_empty()
+    for cols, idx in rel.indexes.items():
+        assert idx.staged is None and idx.tail is None
+        assert rel.view("curr", cols).to_zset().to_dict() == permuted({(1, 2): 1, (2, 3): 1}, cols)
 
 
 def test_ensure_index_while_a_delta_is_staged():
