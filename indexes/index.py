@@ -49,12 +49,13 @@ from wcoj.kernels.rowops import SMALL_ROWS, stage_runs_plus
 from indexes.trie import PIN_ROWS, Trie, TrieView, flat_size
 
 __all__ = ["IncrementalIndex", "Relation", "MERGE_RATIO", "MIN_RUN", "BACKGROUND_ROWS", "BACKGROUND_RATIO",
-           "PARALLEL_STAGE_ROWS"]
+           "TOGETHER_ROWS", "PARALLEL_STAGE_ROWS"]
 
 MERGE_RATIO = 4   # a run merges into its predecessor when it reaches 1/MERGE_RATIO of its size
 MIN_RUN = 4096    # runs smaller than this are merged eagerly (cheap, keeps views few-part)
 BACKGROUND_ROWS = 1 << 16  # merges of at least this many rows run on a background thread, when they
 BACKGROUND_RATIO = 32      # are also this many times the tick's change (else its own work dwarfs them)
+TOGETHER_ROWS = 1 << 12  # a change of at most this many rows is staged on every index in one call
 PARALLEL_STAGE_ROWS = 1 << 14  # a change of this many rows is staged on every index at once (threads)
 VIEWS = ("prev", "delta", "curr")
 _MERGER = None
@@ -67,6 +68,15 @@ def _merger():
         from concurrent.futures import ThreadPoolExecutor
         _MERGER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wcoj-merge")
     return _MERGER
+
+
+def _packs(keys: np.ndarray) -> bool:
+    """Whether a row and its index pack into 63 bits (``rowops._packed_order``, which a
+    change of more than ``SMALL_ROWS`` rows staged together sorts by), judged by the
+    span of all values (at least any column's)."""
+    n, r = keys.shape
+    span = int(keys.max()) - int(keys.min())
+    return r * span.bit_length() + (n - 1).bit_length() <= 63
 
 
 def _spans(n: int, lasts: list[int], r: int) -> list[tuple[int, int, int]]:
@@ -398,8 +408,10 @@ class Relation:
         return False, staging nothing, otherwise. Cuts a tick's Python steps per index
         to two trie wrappers: at 10 changes a tick they cost more than the kernels."""
         n = len(delta)
-        if not n or n > SMALL_ROWS or len(self.indexes) < 2:
+        if not n or n > TOGETHER_ROWS or len(self.indexes) < 2:
             return False
+        if n > SMALL_ROWS and not _packs(delta.keys):
+            return False  # the kernel would sort by insertion
         idxs, cols, sort = self._together_arrays()
         lasts = []
         for idx in idxs:

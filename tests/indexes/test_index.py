@@ -267,6 +267,31 @@ def test_relation_stages_small_changes_on_every_index_in_one_call(monkeypatch, b
             rel.rollback()
 
 
+@pytest.mark.parametrize("span", [50, 2**40], ids=["packs", "does not pack"])
+def test_relation_stages_a_change_of_a_thousand_rows_in_one_call_when_they_pack(monkeypatch, span):
+    """Above ``SMALL_ROWS`` rows the kernel sorts by packing the columns: only when they
+    fit in 63 bits (else each index stages on its own, sorting with numpy)."""
+    calls = []
+    real = index_mod.stage_runs_plus
+    monkeypatch.setattr(index_mod, "stage_runs_plus", lambda *a: calls.append(1) or real(*a))
+    rng = np.random.default_rng(3)
+    rel = Relation("S", 3)
+    base = {tuple(r): 1 for r in rng.integers(0, 50, (300, 3)).tolist()}
+    rel.load(ZSet.from_dict(base))
+    orders = list(permutations(range(3)))
+    for cols in orders:
+        rel.ensure_index(cols)
+    delta = {tuple(r): int(w) for r, w in zip(rng.integers(0, span, (1000, 3)).tolist(), rng.integers(1, 3, 1000))}
+    delta.update({r: -1 for r in list(base)[:50]})
+    rel.stage(ZSet.from_dict(delta))
+    assert len(calls) == (1 if span == 50 else 0)
+    for cols in orders:
+        for kind, want in (("prev", base), ("delta", delta), ("curr", ref.zadd(base, delta))):
+            assert rel.view(kind, cols).to_zset().to_dict() == permuted(want, cols)
+    rel.commit()
+    assert rel.contents().to_dict() == ref.zadd(base, delta)
+
+
 def test_a_weight_overflow_while_staging_every_index_changes_nothing():
     rel = Relation("E", 2)
     rel.load(ZSet.from_dict({(1, 2): 2**62, (2, 3): 1}))
@@ -294,7 +319,7 @@ def test_an_index_that_fails_to_stage_leaves_the_change_on_none(parallel_stage):
 
     failing.stage = fail
     with pytest.raises(MemoryError):
-        rel.stage(ZSet.from_rows([(i, i + 1) for i in range(10, 400)]))
+        rel.stage(ZSet.from_rows([(i, i + 1) for i in range(10, 20 + index_mod.TOGETHER_ROWS)]))
     assert rel.delta_is_empty()
     for cols, idx in rel.indexes.items():
         assert idx.staged is None and idx.tail is None

@@ -139,12 +139,48 @@ def merge_rows_into(ka, wa, kb, wb, out_keys, out_w):
 
 
 @njit(cache=True, nogil=True)
+def _packed_order(keys, cols, order):
+    """Write into ``order`` the permutation that sorts the unique rows of ``keys`` by the
+    columns ``cols``: one sort of int64 values, each a row's columns (less their minimum)
+    and its index packed together. Returns False, writing nothing, when they need more
+    than 63 bits."""
+    n, r = keys.shape
+    lows = np.empty(r, dtype=np.int64)
+    bits = np.empty(r, dtype=np.int64)
+    total = _bits(n - 1)
+    for c in range(r):
+        lo = hi = keys[0, cols[c]]
+        for i in range(1, n):
+            x = keys[i, cols[c]]
+            lo, hi = min(lo, x), max(hi, x)
+        if lo < 0 < hi and hi > lo + (1 << 62):  # (the span itself would not fit)
+            return False
+        lows[c], bits[c] = lo, _bits(hi - lo)
+        total += bits[c]
+    if total > 63:
+        return False
+    ib = _bits(n - 1)
+    v = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        x = np.int64(0)
+        for c in range(r):
+            x = (x << bits[c]) | (keys[i, cols[c]] - lows[c])
+        v[i] = (x << ib) | i
+    v.sort()
+    mask = (np.int64(1) << ib) - 1
+    for i in range(n):
+        order[i] = v[i] & mask
+    return True
+
+
+@njit(cache=True, nogil=True)
 def trie_of_rows_into(keys, cols, weights, order, sort, values, offsets, out_w, table):
     """The levels of the trie of the unique rows ``keys`` (``int64[n, r]``) with
     ``weights``, their columns taken in the order ``cols`` (a permutation: a tick's delta
     goes into every index without a reordered copy) and their rows in the order ``order``
-    (a permutation of ``0..n-1`` that sorts them; with ``sort``, first sorted here by
-    insertion: for small inputs only).
+    (a permutation of ``0..n-1`` that sorts them; with ``sort``, first sorted here: by
+    insertion up to ``SMALL_ROWS`` rows, above by ``_packed_order``, or by insertion
+    again when the columns do not pack: the caller checks that they do).
 
     Writes level ``j``'s values into ``values[j, :counts[j]]`` (``values``: ``int64[r, n]``),
     for ``j < r - 1`` the CSR offsets of its nodes' children into
@@ -154,7 +190,7 @@ def trie_of_rows_into(keys, cols, weights, order, sort, values, offsets, out_w, 
     """
     n, r = keys.shape
     counts = np.zeros(r, dtype=np.int64)
-    if sort:
+    if sort and (n <= SMALL_ROWS or not _packed_order(keys, cols, order)):
         for i in range(n):  # insertion sort of row indices
             x, t = order[i], i
             while t > 0 and _cmp_cols(keys, order[t - 1], x, cols) > 0:

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from wcoj.extenders import TrieArrays
-from wcoj.kernels.rowops import (edge_delta_into, first_outside, last_edge_ops_into, merge_rows_into,
+from wcoj.kernels.rowops import (SMALL_ROWS, _packed_order, edge_delta_into, first_outside, last_edge_ops_into,
+                                  merge_rows_into,
                                   merge_tries_flat, merge_tries_into, stage_runs_plus, trie_of_rows_plus,
                                   pack_edge_ops, row_weights_lockstep, sort_small_into, trie_of_rows_into)
 
@@ -119,6 +120,37 @@ def test_trie_of_rows_takes_columns_in_any_order(case):
     got = TrieArrays([values[j, :table[j, 1]] for j in range(k)],
                      [offs[j, :table[j, 1] + 1] for j in range(k - 1)], out_w)
     assert_same_levels(got, _levels(dict(sorted((tuple(r[c] for c in cols), w) for r, w in z.items())), k))
+
+
+@given(st.integers(1, 3).flatmap(lambda k: st.tuples(
+    st.sets(st.tuples(*[st.one_of(st.integers(-9, 9), st.integers(I64_MIN, I64_MAX))] * k), min_size=1, max_size=20),
+    st.permutations(range(k)))))
+def test_packed_order_sorts_by_the_columns_or_says_they_do_not_pack(case):
+    rows, cols = case
+    keys = np.array(sorted(rows, key=hash), I64).reshape(len(rows), -1)  # unique rows, in no order
+    n = len(rows)
+    order = np.full(n, -1, I64)
+    bits = sum((int(keys[:, c].max()) - int(keys[:, c].min())).bit_length() for c in cols) + (n - 1).bit_length()
+    if _packed_order(keys, np.array(cols, I64), order):
+        assert bits <= 63
+        assert [tuple(keys[i, cols]) for i in order] == sorted(tuple(r[c] for c in cols) for r in keys.tolist())
+    else:
+        assert bits > 63 and (order == -1).all()
+
+
+def test_trie_of_rows_sorts_more_than_small_rows_by_packing():
+    rng = np.random.default_rng(5)
+    keys = np.unique(rng.integers(0, 40, (2 * SMALL_ROWS, 2)), axis=0)[::-1].copy()  # > SMALL_ROWS, descending
+    n = len(keys)
+    assert n > SMALL_ROWS
+    w = np.arange(1, n + 1, dtype=I64)
+    cols = np.array([1, 0], I64)
+    values, offs = np.empty((2, n), I64), np.empty((1, n + 1), I64)
+    out_w, table = np.empty(n, I64), np.empty((2, 6), I64)
+    trie_of_rows_into(keys, cols, w, np.arange(n, dtype=I64), True, values, offs, out_w, table)
+    got = TrieArrays([values[j, :table[j, 1]] for j in range(2)], [offs[0, :table[0, 1] + 1]], out_w)
+    want = dict(sorted(((int(b), int(a)), int(x)) for (a, b), x in zip(keys, w)))
+    assert_same_levels(got, _levels(want, 2))
 
 
 def _levels(z: dict, k: int) -> TrieArrays:
