@@ -36,6 +36,7 @@ __all__ = ["run_shares"]
 _LOCK = threading.Lock()
 _HELPERS: dict[int, ThreadPoolExecutor] = {}  # CPU (or -1 - i when not pinned) -> its one-thread helper
 _GETCPU: Callable[[], int] | None = None
+_LOCAL = threading.local()  # .helper: this thread is one of the helpers
 
 
 def _getcpu() -> Callable[[], int] | None:
@@ -55,12 +56,15 @@ def _getcpu() -> Callable[[], int] | None:
     return None if _GETCPU() < 0 else _GETCPU
 
 
-def _pin(cpu: int) -> None:
-    """Pin the calling thread to ``cpu`` (left unpinned if the process may not use it)."""
-    try:
-        os.sched_setaffinity(0, {cpu})
-    except OSError:
-        pass
+def _start_helper(cpu: int) -> None:
+    """Mark the calling thread as a helper and pin it to ``cpu`` (when ``cpu >= 0`` and
+    the process may use it)."""
+    _LOCAL.helper = True
+    if cpu >= 0:
+        try:
+            os.sched_setaffinity(0, {cpu})
+        except OSError:
+            pass
 
 
 def _helper(key: int) -> ThreadPoolExecutor:
@@ -71,7 +75,7 @@ def _helper(key: int) -> ThreadPoolExecutor:
             h = _HELPERS.get(key)
             if h is None:
                 h = _HELPERS[key] = ThreadPoolExecutor(1, thread_name_prefix=f"wcoj-share-{key}",
-                                                       initializer=_pin if key >= 0 else None, initargs=(key,))
+                                                       initializer=_start_helper, initargs=(key,))
     return h
 
 
@@ -91,7 +95,9 @@ def run_shares(fn: Callable[[int], object], n: int, threads: int) -> list:
     helper threads (fewer when the process may use fewer CPUs), each taking the next
     share not yet taken. ``fn`` should release the GIL (a ``nogil`` kernel) for the shares
     to overlap. Returns once every started share is done, also when one raises: the first
-    error (by share) is raised then, and no further shares start."""
+    error (by share) is raised then, and no further shares start. Called inside a share
+    (on a helper), it runs every share on its caller: a helper waiting for another
+    helper that waits for it would wait for ever."""
     results: list = [None] * n
     errors: dict[int, BaseException] = {}
     claim = itertools.count()
@@ -106,7 +112,8 @@ def run_shares(fn: Callable[[int], object], n: int, threads: int) -> list:
             except BaseException as e:  # noqa: BLE001 - re-raised below, after every share stopped
                 errors[i] = e
 
-    futures: list[Future] = [h.submit(work) for h in _helpers(min(threads, n) - 1)]
+    helpers = _helpers(min(threads, n) - 1) if not getattr(_LOCAL, "helper", False) else []
+    futures: list[Future] = [h.submit(work) for h in helpers]
     try:
         work()
     finally:

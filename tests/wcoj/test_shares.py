@@ -73,3 +73,21 @@ def test_helpers_are_pinned_to_other_cpus():
         t.join()
         helper = [p for p in out[cpu] if p != {cpu}]
         assert len(helper) == 1 and len(helper[0]) == 1 and cpu not in helper[0]
+
+
+def test_shares_inside_a_helper_run_on_that_helper():
+    """With more CPUs, two helpers each running a nested job and handing its shares to
+    the other would wait for each other for ever: a helper runs a nested job alone."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPUs")
+    barrier = threading.Barrier(2, timeout=10)
+
+    def outer(i):
+        barrier.wait()  # both outer shares run at once, one on a helper
+        me = threading.current_thread().name
+        return me, run_shares(lambda j: (i, j, threading.current_thread().name), 8, 2)
+
+    got = run_shares(outer, 2, 2)
+    assert [[x[:2] for x in inner] for _, inner in got] == [[(i, j) for j in range(8)] for i in range(2)]
+    helper = [(me, inner) for me, inner in got if me != threading.current_thread().name]
+    assert len(helper) == 1 and {x[2] for x in helper[0][1]} == {helper[0][0]}
