@@ -912,8 +912,8 @@ class _TermsProgram:
         ``TrieArrays.table()`` of the terms' atoms' parts in order; with ``shares > 1``,
         the rows in that many shares, on this thread and up to ``THREADS - 1`` helpers
         (``wcoj.shares``; the kernels release the GIL), each share holding up to ``limit``
-        rows per level. The caller keeps the parts alive: the
-        kernel reads their addresses."""
+        rows per level. The caller keeps the parts alive: the kernel reads their
+        addresses."""
         args = (table, *self.program_args(limit))
         if shares <= 1:
             status, _, keys, w = run_program(*args, 0, 1)

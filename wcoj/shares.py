@@ -13,10 +13,11 @@ than one thread at a thousand changes a tick (measured on this project's 2-core 
 
 So each helper thread is pinned to one CPU the process may use (its main thread's
 affinity: ``taskset``, cgroups), and a job goes to the helpers of the CPUs other than the
-caller's. Where the CPU of a thread cannot be
-read (not Linux), the helpers are not pinned.
+caller's. Where the CPU of a thread cannot be read (not Linux), the helpers are not
+pinned.
 
-Relies on the standard library only. Used by ``wcoj.generic_join``.
+Relies on the standard library only. Used by ``wcoj.generic_join`` (a tick's delta
+terms) and ``indexes.index`` (a large change staged on every index at once).
 
 >>> run_shares(lambda i: i * i, 5, 2)
 [0, 1, 4, 9, 16]

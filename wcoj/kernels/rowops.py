@@ -36,7 +36,8 @@ from .weights import _add_overflows
 
 __all__ = ["sort_small_into", "merge_rows_into", "trie_of_rows_into", "trie_of_rows_flat",
            "merge_tries_into", "merge_tries_flat", "trie_of_rows_plus", "stage_runs_plus", "flat_room", "first_outside",
-           "edge_delta_into", "edge_delta_sorted", "pack_edge_ops", "last_edge_ops_into", "row_weights_lockstep", "SMALL_ROWS"]
+           "edge_delta_into", "edge_delta_sorted", "pack_edge_ops", "last_edge_ops_into", "row_weights_lockstep",
+           "SMALL_ROWS"]
 
 SMALL_ROWS = 256  # insertion sort below this many rows; the packed argsort above
 LOCKSTEP = 64  # rows searched together by row_weights_lockstep
