@@ -45,7 +45,7 @@ import numpy as np
 from wcoj.errors import ArityMismatchError, InputError
 from wcoj.shares import run_shares
 from wcoj.zset import ZSet
-from wcoj.kernels.rowops import SMALL_ROWS, stage_runs_plus
+from wcoj.kernels.rowops import stage_runs_plus
 from indexes.trie import PIN_ROWS, Trie, TrieView, flat_size
 
 __all__ = ["IncrementalIndex", "Relation", "MERGE_RATIO", "MIN_RUN", "BACKGROUND_ROWS", "BACKGROUND_RATIO",
@@ -68,15 +68,6 @@ def _merger():
         from concurrent.futures import ThreadPoolExecutor
         _MERGER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wcoj-merge")
     return _MERGER
-
-
-def _packs(keys: np.ndarray) -> bool:
-    """Whether a row and its index pack into 63 bits (``rowops._packed_order``, which a
-    change of more than ``SMALL_ROWS`` rows staged together sorts by), judged by the
-    span of all values (at least any column's)."""
-    n, r = keys.shape
-    span = int(keys.max()) - int(keys.min())
-    return r * span.bit_length() + (n - 1).bit_length() <= 63
 
 
 def _spans(n: int, lasts: list[int], r: int) -> list[tuple[int, int, int]]:
@@ -410,8 +401,6 @@ class Relation:
         n = len(delta)
         if not n or n > TOGETHER_ROWS or len(self.indexes) < 2:
             return False
-        if n > SMALL_ROWS and not _packs(delta.keys):
-            return False  # the kernel would sort by insertion
         idxs, cols, sort = self._together_arrays()
         lasts = []
         for idx in idxs:

@@ -36,25 +36,25 @@ __all__ = ["run_shares"]
 
 _LOCK = threading.Lock()
 _HELPERS: dict[int, ThreadPoolExecutor] = {}  # CPU (or -1 - i when not pinned) -> its one-thread helper
-_GETCPU: Callable[[], int] | None = None
+_GETCPU: Callable[[], int] | bool | None = None  # None: not looked up yet; False: missing
 _LOCAL = threading.local()  # .helper: this thread is one of the helpers
 
 
 def _getcpu() -> Callable[[], int] | None:
-    """glibc's ``sched_getcpu`` (the caller's CPU now), or ``None`` where it is missing."""
+    """glibc's ``sched_getcpu`` (the caller's CPU now), or ``None`` where it is missing
+    (looked up once)."""
     global _GETCPU
     if _GETCPU is None:
-        fn = None
+        _GETCPU = False
         if hasattr(os, "sched_setaffinity"):
             try:
                 fn = ctypes.CDLL(None, use_errno=True).sched_getcpu
                 fn.restype, fn.argtypes = ctypes.c_int, []
-                if fn() < 0:
-                    fn = None
+                if fn() >= 0:
+                    _GETCPU = fn
             except (OSError, AttributeError):
-                fn = None
-        _GETCPU = fn or (lambda: -1)
-    return None if _GETCPU() < 0 else _GETCPU
+                pass
+    return _GETCPU or None
 
 
 def _start_helper(cpu: int) -> None:

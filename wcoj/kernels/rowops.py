@@ -175,13 +175,27 @@ def _packed_order(keys, cols, order):
 
 
 @njit(cache=True, nogil=True)
+def _column_order(keys, cols, order):
+    """``_packed_order`` for rows that do not pack: stable sorts of one column each,
+    from the last of ``cols`` to the first (O(r n log n), any values)."""
+    n = keys.shape[0]
+    col = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        order[i] = i
+    for c in range(cols.shape[0] - 1, -1, -1):
+        for i in range(n):
+            col[i] = keys[order[i], cols[c]]
+        order[:] = order[np.argsort(col, kind="mergesort")]
+
+
+@njit(cache=True, nogil=True)
 def trie_of_rows_into(keys, cols, weights, order, sort, values, offsets, out_w, table):
     """The levels of the trie of the unique rows ``keys`` (``int64[n, r]``) with
     ``weights``, their columns taken in the order ``cols`` (a permutation: a tick's delta
     goes into every index without a reordered copy) and their rows in the order ``order``
     (a permutation of ``0..n-1`` that sorts them; with ``sort``, first sorted here: by
-    insertion up to ``SMALL_ROWS`` rows, above by ``_packed_order``, or by insertion
-    again when the columns do not pack: the caller checks that they do).
+    insertion up to ``SMALL_ROWS`` rows, above by ``_packed_order``, or column by column
+    (``_column_order``) when the columns do not pack).
 
     Writes level ``j``'s values into ``values[j, :counts[j]]`` (``values``: ``int64[r, n]``),
     for ``j < r - 1`` the CSR offsets of its nodes' children into
@@ -191,7 +205,10 @@ def trie_of_rows_into(keys, cols, weights, order, sort, values, offsets, out_w, 
     """
     n, r = keys.shape
     counts = np.zeros(r, dtype=np.int64)
-    if sort and (n <= SMALL_ROWS or not _packed_order(keys, cols, order)):
+    if sort and n > SMALL_ROWS:
+        if not _packed_order(keys, cols, order):
+            _column_order(keys, cols, order)
+    elif sort:
         for i in range(n):  # insertion sort of row indices
             x, t = order[i], i
             while t > 0 and _cmp_cols(keys, order[t - 1], x, cols) > 0:

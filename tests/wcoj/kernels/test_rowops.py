@@ -138,9 +138,11 @@ def test_packed_order_sorts_by_the_columns_or_says_they_do_not_pack(case):
         assert bits > 63 and (order == -1).all()
 
 
-def test_trie_of_rows_sorts_more_than_small_rows_by_packing():
+@pytest.mark.parametrize("shift", [0, 2**62], ids=["packs", "does not pack"])
+def test_trie_of_rows_sorts_more_than_small_rows(shift):
     rng = np.random.default_rng(5)
     keys = np.unique(rng.integers(0, 40, (2 * SMALL_ROWS, 2)), axis=0)[::-1].copy()  # > SMALL_ROWS, descending
+    keys[::7, 0] += shift  # with 2**62 the columns need more than 63 bits: sorted column by column
     n = len(keys)
     assert n > SMALL_ROWS
     w = np.arange(1, n + 1, dtype=I64)
