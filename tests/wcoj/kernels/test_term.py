@@ -531,7 +531,7 @@ def _raises_both(spec, rels, order):
     ([[{(1, 2): BIG}, {(1, 2): BIG}]], [(0, ("a", "b"))], "ab"),
     # 4 variables: the frontier weight times the two-level count
     ([[{(1, 2): BIG, (2, 3): 1, (3, 4): 1, (4, 1): 2}]], CYCLE4, "abcd"),
-    # a triangle whose two last atoms (one part each: the two-list merge) multiply past int64
+    # a triangle: the two atoms that end at its last level multiply past int64 there
     ([[{(1, 2): 1, (2, 3): 2**32, (1, 3): 2**32}]], [(0, ("a", "b")), (0, ("b", "c")), (0, ("a", "c"))], "abc"),
 ])
 def test_weight_overflow_raises_for_rows_and_counts(rels, spec, order):
