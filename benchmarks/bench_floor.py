@@ -56,6 +56,7 @@ def common_neighbours(ptr, nbr, edges, out):
 
 @njit(parallel=True, cache=True)
 def common_neighbours_parallel(ptr, nbr, edges, out, chunks):
+    """``common_neighbours`` over ``chunks`` slices of the edges, on all threads."""
     n = edges.shape[0]
     for c in prange(chunks):
         lo, hi = c * n // chunks, (c + 1) * n // chunks
@@ -115,9 +116,10 @@ def main(argv=None) -> None:
         n_ticks = args.ticks if k < 10_000 else max(3, args.ticks // 10)
         rows = {"f1": [], "fm": [], "rule": [], "apply": [], "py": []}
         for i in range(n_ticks + 2):
-            ins, dels = make_tick(rng, g.edges(), n, k)
+            now = g.edges()
+            ins, dels = make_tick(rng, now, n, k)
             edges = np.concatenate([ins, dels])
-            ptr, nbr = csr(g.edges(), n)
+            ptr, nbr = csr(now, n)
             out = np.empty(len(edges), dtype=np.int64)
             f1 = _floor_ms(common_neighbours, ptr, nbr, edges, out)
             fm = _floor_ms(common_neighbours_parallel, ptr, nbr, edges, out, chunks)
