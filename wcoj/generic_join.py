@@ -850,6 +850,20 @@ def _view_tables(src, kind: str, cols: tuple[int, ...]):
     return t, len(parts), view
 
 
+def _seed_levels(plan: list[_Level], n_parts, arity, delta_atom: int) -> int:
+    """``_TermsProgram.term_seed`` of one term: the delta atom's arity ``r`` when it has one
+    part and its column ``l`` is bound at level ``l`` for each ``l < r`` (its variables are
+    distinct), else 0."""
+    r = arity[delta_atom]
+    if n_parts[delta_atom] != 1 or len(plan) < r:
+        return 0
+    for l in range(r):
+        lv = plan[l]
+        if delta_atom not in lv.atoms or lv.depth[lv.atoms.index(delta_atom)] != l:
+            return 0
+    return r
+
+
 class _TermsProgram:
     """The slot programs of several delta terms concatenated for ``kernels.term.run_terms``;
     data independent (built once per set of live terms and parts per atom, see ``_skeleton``).
@@ -857,21 +871,24 @@ class _TermsProgram:
     ``at``: per slot, its row in the stacked ``TrieArrays.table()`` rows of every part of
     every term; ``deep``: slots whose column is not their part's level 0 (no directory);
     ``fixed``: the ``LAST``/``COL``/``UNIT`` columns; ``part_rows``: each part's level-0 row.
+    ``term_seed``: per term, the arity of its delta atom when that atom has one part and
+    binds a variable at each of the first levels (``kernels.term._seed`` finds them), else 0.
     """
 
     __slots__ = ("at", "deep", "fixed", "part_rows", "shape", "term_levels", "term_parts", "out_cols",
-                 "first_part", "_slots", "_terms")
+                 "first_part", "term_seed", "_slots", "_terms")
 
     def __init__(self, terms: list, output: list[str]):
         """``terms``: per term ``(plan, order, n_parts per atom, arity per atom, its delta
         atom)``."""
-        at, deep, fixed, part_rows, out_cols, first_part = [], [], [], [], [], []
+        at, deep, fixed, part_rows, out_cols, first_part, term_seed = [], [], [], [], [], [], []
         shape = [[] for _ in range(8)]
         term_levels, term_parts = [0], [0]
         row0 = 0  # this term's first table row
         n_slots = n_atoms = n_bnd = n_ne = 0
         for plan, order, n_parts, arity, delta_atom in terms:
             first_part.append(term_parts[-1] + sum(n_parts[:delta_atom]))
+            term_seed.append(_seed_levels(plan, n_parts, arity, delta_atom))
             slot_part, slot_depth, slot_last, sk = _skeleton(plan, n_parts)
             part_arity = np.repeat(np.asarray(arity, dtype=np.int64), n_parts)
             first = row0 + np.concatenate([[0], np.cumsum(part_arity)[:-1]]).astype(np.int64)
@@ -899,13 +916,14 @@ class _TermsProgram:
         self.term_parts = np.array(term_parts, dtype=np.int64)
         self.out_cols = np.array(out_cols, dtype=np.int64).reshape(len(terms), len(output))
         self.first_part = np.array(first_part, dtype=np.int64)
+        self.term_seed = np.array(term_seed, dtype=np.int64)
         self._slots = (self.at, self.deep, self.fixed, self.part_rows)  # run's arguments, in order
         self._terms = (self.term_levels, self.term_parts, self.out_cols)
 
     def program_args(self, limit: int = SLICE_ROWS) -> tuple:
         """``run_program``'s arguments after the table and before ``share, shares``
         (what ``kernels.tick.edge_tick`` takes after its gather map)."""
-        return (*self._slots, *self.shape, *self._terms, limit, self.first_part)
+        return (*self._slots, *self.shape, *self._terms, limit, self.first_part, self.term_seed)
 
     def run(self, table, limit: int, shares: int = 1):
         """``(status, keys, w)`` from ``run_terms`` over ``table``, the stacked

@@ -491,8 +491,16 @@ def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
     P = LO0.shape[0]
     bound = np.zeros((1, 0), dtype=np.int64)
     w = np.ones(1, dtype=np.int64)
-    LO = LO0.copy().reshape(1, P)
-    HI = HI0.copy().reshape(1, P)
+    return _levels_from(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col,
+                        bound, w, LO0.copy().reshape(1, P), HI0.copy().reshape(1, P), stop_level, limit)
+
+
+@njit(cache=True, nogil=True)
+def _levels_from(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col,
+                 bound, w, LO, HI, stop_level, limit):
+    """``run_levels`` from the frontier ``bound``/``w``/``LO``/``HI`` of the levels before
+    ``bound.shape[1]`` on."""
+    P = LO.shape[1]
     smax = 1
     for l in range(stop_level):
         smax = max(smax, level_slots[l + 1] - level_slots[l])
@@ -500,7 +508,7 @@ def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
     hi = np.empty(smax, dtype=np.int64)
     cur = np.empty(smax, dtype=np.int64)
     hits = np.empty(smax, dtype=np.int64)
-    for l in range(stop_level):
+    for l in range(bound.shape[1], stop_level):
         n = bound.shape[0]
         if n == 0:
             break
@@ -531,6 +539,175 @@ def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
     return bound.shape[0], bound, w, LO, HI
 
 
+@row_kernel
+def _seed_value(l, x, dpos, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off,
+                ne_col, dcol, vals, wts, RLO, RHI, hits, cur):
+    """``_seed``'s step at level ``l``: whether the delta part's value ``x`` (at its
+    position ``dpos``) passes the level's filters against ``vals[0, :l]`` and every other
+    atom holds it in the ranges ``RLO[l]``/``RHI[l]`` (searched from the cursors ``cur[l]``,
+    which only move forward); then the ranges under ``x`` into
+    ``RLO[l + 1]``/``RHI[l + 1]`` and the weight so far into ``wts[l + 1]``. Returns
+    ``(ok, overflowed)``."""
+    s0, s1 = level_slots[l], level_slots[l + 1]
+    for i in range(bnd_off[l], bnd_off[l + 1]):
+        b = vals[0, bnd_col[i]]
+        if (x >= b) if bnd_upper[i] != 0 else (x <= b):
+            return False, False
+    if not _distinct(x, vals, 0, ne_off, ne_col, l):
+        return False, False
+    a0 = level_atoms[l]
+    n_atoms = level_atoms[l + 1] - a0 - 1
+    for a in range(n_atoms):
+        found = False
+        for s in range(atom_bounds[a0 + a], atom_bounds[a0 + a + 1]):
+            j = s - s0
+            c = S[s, COL]
+            lo, hi = RLO[l, c], RHI[l, c]
+            if c == dcol:
+                p = dpos
+            elif S[s, DN] > 0 and lo == 0 and hi == S[s, N]:
+                k = x - S[s, B]
+                p = _load(S[s, D], k) if 0 <= k < S[s, DN] else -1
+            elif S[s, DN] < 0 and lo == 0 and hi == S[s, N] and _absent(S, s, x):
+                p = -1
+            else:  # as in _next: the level's values ascend while its parent stays
+                q = cur[l, j]
+                p = _gallop(S[s, V], q, hi, x) if q > lo or hi < S[s, N] else _bsearch(S[s, V], lo, hi, x)
+                cur[l, j] = p
+                if p >= hi or _load(S[s, V], p) != x:
+                    p = -1
+            hits[j] = p
+            found = found or p >= 0
+        if not found:
+            return False, False
+    fine, wt = _weight(wts[l], S, s0, atom_bounds, a0, n_atoms, hits)
+    if not fine:
+        return False, True
+    if wt == 0:
+        return False, False
+    wts[l + 1] = wt
+    for p in range(RLO.shape[1]):
+        RLO[l + 1, p] = RLO[l, p]
+        RHI[l + 1, p] = RHI[l, p]
+    for j in range(s1 - s0):
+        c = S[s0 + j, COL]
+        h = hits[j]
+        if S[s0 + j, LAST] == 0 and h >= 0:
+            RLO[l + 1, c] = _load(S[s0 + j, O], h)
+            RHI[l + 1, c] = _load(S[s0 + j, O], h + 1)
+        else:
+            RLO[l + 1, c] = 0
+            RHI[l + 1, c] = 0
+    return True, False
+
+
+_seed_value_in = _inlined(_seed_value)
+
+
+@row_kernel
+def _seed_walk(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col, seed, dcol,
+               ds, da, ahead, pos, end, cur, vals, wts, RLO, RHI, hits, nb, nw, NLO, NHI):
+    """``_seed``'s walk (which allocates, so needs Numba's reference counting; this loop
+    does not, see ``_extend_rows``): ``(rows written, -1)``, or ``(-1, level)`` when a
+    weight product overflows at that level."""
+    P = RLO.shape[1]
+    m = 0
+    l = 0
+    while l >= 0:
+        q = pos[l]
+        if q >= end[l]:
+            l -= 1
+            if l >= 0:
+                pos[l] += 1
+            continue
+        x = _load(S[ds[l], V], q)
+        if ahead[l] > 0:
+            _prefetch_lookups(S, level_slots[l], atom_bounds, level_atoms[l], level_atoms[l + 1] - level_atoms[l] - 1,
+                              da[l], q, ahead[l])
+        ok, bad = _seed_value_in(l, x, q, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
+                              ne_off, ne_col, dcol, vals, wts, RLO, RHI, hits, cur)
+        if bad:
+            return -1, l
+        if ok:
+            vals[0, l] = x
+            if l < seed - 1:
+                l += 1
+                pos[l], end[l] = RLO[l, dcol], RHI[l, dcol]
+                for j in range(level_slots[l + 1] - level_slots[l]):
+                    cur[l, j] = RLO[l, S[level_slots[l] + j, COL]]
+                continue
+            for c in range(seed):
+                nb[m, c] = vals[0, c]
+            nw[m] = wts[seed]
+            for p in range(P):
+                NLO[m, p] = RLO[seed, p]
+                NHI[m, p] = RHI[seed, p]
+            m += 1
+        pos[l] += 1
+    return m, -1
+
+
+@njit(cache=True, nogil=True)
+def _seed(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col, LO0, HI0,
+          seed, dcol, limit):
+    """``run_levels(..., seed, limit)`` when levels ``0 .. seed - 1`` bind the columns of
+    one atom of one part, column ``dcol`` (a delta term's delta atom; ``seed`` is its
+    arity): the frontier is that part's tuples under its range ``LO0[dcol]:HI0[dcol]``
+    which pass the levels' filters and which every other atom of those levels holds.
+
+    The generic levels would find the same rows in the same order, but per row they
+    pick a proposer, merge its parts with cursors and search every other part, where a
+    delta's value only needs one lookup per other part: at 1,000 changes a tick those
+    two levels cost as much as the last one. The part's trie is walked depth first, the
+    other atoms' ranges kept per level; the lookups of the values ``AHEAD`` positions on
+    are prefetched (``_prefetch_lookups``), as the generic levels do.
+    """
+    P = LO0.shape[0]
+    ds = np.zeros(seed, dtype=np.int64)   # per level: the part's slot, its atom in the level
+    da = np.zeros(seed, dtype=np.int64)
+    smax = 1
+    for l in range(seed):
+        smax = max(smax, level_slots[l + 1] - level_slots[l])
+        for a in range(level_atoms[l], level_atoms[l + 1] - 1):
+            for s in range(atom_bounds[a], atom_bounds[a + 1]):
+                if S[s, COL] == dcol:
+                    ds[l], da[l] = s, a - level_atoms[l]
+    a, b = LO0[dcol], HI0[dcol]
+    for l in range(seed - 1):  # the tuples under the range: at most this many rows
+        if b > a:
+            a, b = _load(S[ds[l], O], a), _load(S[ds[l], O], b)
+    n = max(b - a, 0)
+    vals = np.zeros((1, seed), dtype=np.int64)
+    if n > limit:
+        return TOO_BIG, vals, np.ones(1, dtype=np.int64), LO0.reshape(1, P), HI0.reshape(1, P)
+    nb = np.empty((n, seed), dtype=np.int64)
+    nw = np.empty(n, dtype=np.int64)
+    NLO = np.empty((n, P), dtype=np.int64)
+    NHI = np.empty((n, P), dtype=np.int64)
+    RLO = np.empty((seed + 1, P), dtype=np.int64)
+    RHI = np.empty((seed + 1, P), dtype=np.int64)
+    RLO[0] = LO0
+    RHI[0] = HI0
+    wts = np.ones(seed + 1, dtype=np.int64)
+    hits = np.empty(smax, dtype=np.int64)
+    pos = np.zeros(seed, dtype=np.int64)
+    end = np.zeros(seed, dtype=np.int64)
+    pos[0], end[0] = LO0[dcol], HI0[dcol]
+    cur = np.empty((seed, smax), dtype=np.int64)
+    for j in range(level_slots[1] - level_slots[0]):
+        cur[0, j] = LO0[S[level_slots[0] + j, COL]]
+    ahead = np.zeros(seed, dtype=np.int64)  # see _extend_rows: levels with directories prefetch
+    for l in range(seed):
+        for s in range(level_slots[l], level_slots[l + 1]):
+            if S[s, DN] > 0 and S[s, COL] != dcol:
+                ahead[l] = AHEAD
+    m, l = _seed_walk(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col,
+                      seed, dcol, ds, da, ahead, pos, end, cur, vals, wts, RLO, RHI, hits, nb, nw, NLO, NHI)
+    if m < 0:  # a weight product overflowed at level l: its prefix
+        return np.int64(-1), vals[:, :l].copy(), wts[l:l + 1].copy(), RLO[l:l + 1].copy(), RHI[l:l + 1].copy()
+    return np.int64(m), nb[:m], nw[:m], NLO[:m], NHI[:m]
+
+
 @njit(cache=True, nogil=True)
 def slot_table(T, at, deep, fixed, part_rows):
     """The slot table of a join program from its parts' stacked ``TrieArrays.table()``
@@ -557,7 +734,7 @@ def slot_table(T, at, deep, fixed, part_rows):
 
 @njit(cache=True, nogil=True)
 def run_terms(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col,
-              term_levels, term_parts, out_cols, LO0, HI0, limit):
+              term_levels, term_parts, out_cols, LO0, HI0, limit, first_part, term_seed):
     """Every term of a delta rule, each a whole join (``run_levels``), in one call.
 
     The terms' slot programs are concatenated: term ``t`` owns entries
@@ -565,7 +742,9 @@ def run_terms(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_up
     and ``ne_off`` (their values index the shared ``S``, ``atom_bounds``, ``bnd_col`` and
     ``ne_col`` directly), and parts ``term_parts[t]:term_parts[t + 1]`` of ``LO0``/``HI0``
     (``S[s, COL]`` counts from the term's first part). Row ``i`` of term ``t``'s result is
-    written as ``bound[i, out_cols[t, c]]`` for each output column ``c``.
+    written as ``bound[i, out_cols[t, c]]`` for each output column ``c``. When
+    ``term_seed[t]`` > 0, the term's first ``term_seed[t]`` levels bind the columns of its
+    delta atom, of one part, ``first_part[t]``: they are found by ``_seed``.
 
     Returns ``(status, term, keys, w)``: the rows of every term one after the other
     (unconsolidated; several terms may emit the same row), or ``status < 0`` and the
@@ -579,9 +758,18 @@ def run_terms(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_up
     for t in range(n_terms):
         a, b = term_levels[t], term_levels[t + 1]
         p0, p1 = term_parts[t], term_parts[t + 1]
-        status, bound, w, _, _ = run_levels(S, level_slots[a:b], level_atoms[a:b], atom_bounds,
-                                            bnd_off[a:b], bnd_col, bnd_upper, ne_off[a:b], ne_col,
-                                            LO0[p0:p1], HI0[p0:p1], b - a - 1, limit)
+        if term_seed[t] > 0:
+            status, bound, w, LO, HI = _seed(S, level_slots[a:b], level_atoms[a:b], atom_bounds, bnd_off[a:b],
+                                             bnd_col, bnd_upper, ne_off[a:b], ne_col, LO0[p0:p1], HI0[p0:p1],
+                                             term_seed[t], first_part[t] - p0, limit)
+            if status >= 0:
+                status, bound, w, _, _ = _levels_from(S, level_slots[a:b], level_atoms[a:b], atom_bounds,
+                                                      bnd_off[a:b], bnd_col, bnd_upper, ne_off[a:b], ne_col,
+                                                      bound, w, LO, HI, b - a - 1, limit)
+        else:
+            status, bound, w, _, _ = run_levels(S, level_slots[a:b], level_atoms[a:b], atom_bounds,
+                                                bnd_off[a:b], bnd_col, bnd_upper, ne_off[a:b], ne_col,
+                                                LO0[p0:p1], HI0[p0:p1], b - a - 1, limit)
         if status < 0:
             return status, t, np.zeros((0, n_out), dtype=np.int64), np.zeros(0, dtype=np.int64)
         outs.append(bound)
@@ -602,14 +790,16 @@ def run_terms(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_up
 
 @njit(cache=True, nogil=True)
 def run_program(T, at, deep, fixed, part_rows, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
-                bnd_upper, ne_off, ne_col, term_levels, term_parts, out_cols, limit, first_part, share, shares):
+                bnd_upper, ne_off, ne_col, term_levels, term_parts, out_cols, limit, first_part, term_seed, share,
+                shares):
     """``run_terms`` over the slot table ``slot_table(T, at, deep, fixed, part_rows)``: a
     tick's delta terms in one call from their parts' stacked tables.
 
     With ``shares > 1``, only share ``share`` of each term's rows: the level-0 range of
     part ``first_part[t]`` of term ``t`` (its delta atom's, whose level 0 is the term's
     first variable) is cut into ``shares`` equal slices and slice ``share`` kept, so the
-    shares of a large tick partition its rows and can run on several threads."""
+    shares of a large tick partition its rows and can run on several threads.
+    ``term_seed``: see ``run_terms``."""
     S, lo, hi = slot_table(T, at, deep, fixed, part_rows)
     if shares > 1:
         for t in range(first_part.shape[0]):
@@ -617,7 +807,7 @@ def run_program(T, at, deep, fixed, part_rows, level_slots, level_atoms, atom_bo
             n0 = hi[p]
             lo[p], hi[p] = n0 * share // shares, n0 * (share + 1) // shares
     return run_terms(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col,
-                     term_levels, term_parts, out_cols, lo, hi, limit)
+                     term_levels, term_parts, out_cols, lo, hi, limit, first_part, term_seed)
 
 
 @row_kernel

@@ -27,7 +27,7 @@ JOINED = 3     # staged, and the delta rule's rows are written
 @njit(cache=True, nogil=True)
 def edge_tick(ins, dels, normalise, P, first, cols, sort, last_rows, G, at, deep, fixed, part_rows,
               level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col,
-              term_levels, term_parts, out_cols, limit, first_part):
+              term_levels, term_parts, out_cols, limit, first_part, term_seed):
     """One tick of edge inserts ``ins`` and deletes ``dels`` (``int64[n, 2]``) on a binary
     relation whose every index merges the change into its last run (``Relation``'s
     ``_stage_together`` case), and the delta rule of one view over it.
@@ -93,7 +93,7 @@ def edge_tick(ins, dels, normalise, P, first, cols, sort, last_rows, G, at, deep
         T[j] = P[g] if g >= 0 else flat[-1 - g]
     status, _, rk, rw = run_program(T, at, deep, fixed, part_rows, level_slots, level_atoms, atom_bounds,
                                        bnd_off, bnd_col, bnd_upper, ne_off, ne_col, term_levels, term_parts,
-                                       out_cols, limit, first_part, 0, 1)
+                                       out_cols, limit, first_part, term_seed, 0, 1)
     if status < 0:
         return STAGED, ck, cw, buf, tables, NP, okeys, ow
     return JOINED, ck, cw, buf, tables, NP, rk, rw

@@ -647,6 +647,9 @@ DELTA_QUERIES = {
     "4-cycle, < and !=": ([("a", "b"), ("b", "c"), ("c", "d"), ("d", "a")], ["a", "b", "c", "d"],
                           (("<", "a", "c"), (("b", "d"), np.not_equal))),
     "projected path": ([("a", "b"), ("b", "c")], ["c", "a"], ()),
+    "mutual edge": ([("a", "b"), ("b", "a")], ["a", "b"], ()),  # the other atom ends inside the seed levels
+    "path, < and != on the delta's columns": ([("a", "b"), ("b", "c")], ["a", "b", "c"],
+                                              (("<", "a", "b"), (("b", "c"), np.not_equal))),
 }
 
 
@@ -678,6 +681,10 @@ def test_run_terms_gives_the_delta_of_the_oracle(name, before, change):
     assert got.to_dict() == want
     if calls:  # a row limit of 0 stops the first level that has a candidate
         (args, out), = calls
+        seed = args[-3]  # run_program(..., first_part, term_seed, share, shares)
+        assert seed.any(), "the delta atoms of these queries bind their terms' first levels"
+        generic = gj.run_program(*args[:-3], np.zeros_like(seed), 0, 1)  # every level by run_levels
+        assert ZSet.from_arrays(generic[2], generic[3], arity=len(output)).to_dict() == want
         status, _, _, _ = gj.run_program(*args[:16], 0, *args[17:])
         if out[0] > 0:
             assert status == TOO_BIG
@@ -686,3 +693,23 @@ def test_run_terms_gives_the_delta_of_the_oracle(name, before, change):
             keys = np.concatenate([o[2] for o in outs])
             w = np.concatenate([o[3] for o in outs])
             assert ZSet.from_arrays(keys, w, arity=len(output)).to_dict() == want
+
+
+def test_an_overflow_in_the_seeded_levels_raises():
+    """A weight product that overflows where ``_seed`` multiplies it (the other atom ends
+    at the delta's last column) makes ``run_program`` fail and the delta rule raise."""
+    from indexes import Relation
+    from wcoj.generic_join import IncrementalGenericJoin
+
+    E = Relation("E", 2)
+    E.load(ZSet.from_dict({(1, 2): BIG}, arity=2))
+    join = IncrementalGenericJoin([(E, ("a", "b")), (E, ("b", "a"))], ["a", "b"])
+    E.stage(ZSet.from_dict({(2, 1): 2}, arity=2))
+    with spying("run_program") as calls:
+        assert join._fused_delta() is None
+    (args, out), = calls
+    assert args[-3].tolist() == [2, 2] and out[0] < 0 and out[0] != TOO_BIG
+    with pytest.raises(WeightOverflowError):
+        join.delta()
+    E.rollback()
+    assert join.delta().to_dict() == {}
