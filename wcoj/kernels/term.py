@@ -31,6 +31,10 @@ When a part's range is the whole of its level 0 and the part has a directory, a 
 found by one array access instead of a search: this is what makes a tick's probes of the
 big base index cost O(1) each.
 
+A delta term's first levels bind its delta atom's variables, so ``run_terms`` finds them by
+walking that atom's tuples (``_seed``), one lookup per other part and value, and only the
+levels after them run the proposer loop above.
+
 Inputs are int64 only. Numba's cache does not see edits to the helpers imported from
 ``intersect`` and ``weights``: clear ``__pycache__`` after editing those.
 """
