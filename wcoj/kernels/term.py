@@ -574,7 +574,8 @@ def _seed_value(l, x, dpos, S, level_slots, level_atoms, atom_bounds, bnd_off, b
                 p = _load(S[s, D], k) if 0 <= k < S[s, DN] else -1
             elif S[s, DN] < 0 and lo == 0 and hi == S[s, N] and _absent(S, s, x):
                 p = -1
-            else:  # as in _next: the level's values ascend while its parent stays
+            else:  # as in _next: the level's values ascend while its parent stays (the same
+                # lookup as _next's; one inlined helper for both made _next 4 to 6% slower)
                 q = cur[l, j]
                 p = _gallop(S[s, V], q, hi, x) if q > lo or hi < S[s, N] else _bsearch(S[s, V], lo, hi, x)
                 cur[l, j] = p
