@@ -154,8 +154,8 @@ def main(argv=None) -> None:
               f"{med['rule'] / med['fm']:>15.1f}{k / med['apply'] * 1e3:>13.0f}{k / med['fm'] * 1e3:>13.0f}",
               flush=True)
         if g.n_fused > fused:  # edge_tick: staging, rule and commit in one kernel call, not timed apart
-            print(f"{'':>8}({g.n_fused - fused} of its ticks, warm-up included, took the one-kernel path: its stage, delta_rule "
-                  "and commit read 0)", flush=True)
+            print(f"{'':>8}({g.n_fused - fused} of its ticks, warm-up included, took the one-kernel path: "
+                  "its stage, delta_rule and commit read 0)", flush=True)
     g.check_views()
 
 
