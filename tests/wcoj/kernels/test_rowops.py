@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from wcoj.extenders import TrieArrays
 from wcoj.kernels.rowops import (SMALL_ROWS, _packed_order, edge_delta_into, first_outside, last_edge_ops_into,
-                                  merge_rows_into,
-                                  merge_tries_flat, merge_tries_into, stage_runs_plus, trie_of_rows_plus,
-                                  pack_edge_ops, row_weights_lockstep, sort_small_into, trie_of_rows_into)
+                                  merge_rows_into, merge_tries_flat, merge_tries_into, stage_runs_plus,
+                                  trie_of_rows_plus, pack_edge_ops, row_weights_lockstep, sort_small_into,
+                                  trie_of_rows_into)
 
 I64 = np.int64
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
