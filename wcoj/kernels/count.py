@@ -18,9 +18,8 @@ Inputs are int64 only; the program and frontier are ``program``'s.
 import numpy as np
 from numba import njit
 
-from .memory import load, prefetch
-from .program import (SBASE, SCOL, SDENSE, SHI, SLAST, SLO, SN, SUNIT, SV, _candidates, _distinct, _next,
-                      _weight, row_kernel)
+from .memory import load, prefetch, row_kernel
+from .program import SBASE, SCOL, SDENSE, SHI, SLAST, SLO, SN, SUNIT, SV, _candidates, _distinct, _next, _weight
 from .search import gallop, narrow
 from .zsets import _add_overflows, _mul_overflows
 

@@ -21,11 +21,11 @@ while a kernel runs.
 import ctypes
 
 from llvmlite import ir
-from numba import config, types
+from numba import config, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["load", "store", "prefetch", "TABLE_FIELDS", "V", "N", "LO", "HI", "BASE", "DENSE", "CAP",
+__all__ = ["load", "store", "prefetch", "row_kernel", "inlined", "TABLE_FIELDS", "V", "N", "LO", "HI", "BASE", "DENSE", "CAP",
            "USED", "DEAD", "ROOM", "LIVE", "MINV", "MAXV", "NONUNIT"]
 
 # A trie of arity r is described to the kernels by a table int64[r, TABLE_FIELDS], one row
@@ -48,6 +48,22 @@ __all__ = ["load", "store", "prefetch", "TABLE_FIELDS", "V", "N", "LO", "HI", "B
 #   NONUNIT  at the last level: leaves whose weight is not 1 (0: the trie is a set)
 TABLE_FIELDS = 14
 V, N, LO, HI, BASE, DENSE, CAP, USED, DEAD, ROOM, LIVE, MINV, MAXV, NONUNIT = range(TABLE_FIELDS)
+
+# The helpers a join or a tick calls per row, per candidate or per change never allocate,
+# so they are compiled without Numba's reference counting (the ``_nrt`` option): with it,
+# each call counted references to its array arguments on entry and exit, two atomic
+# operations per array and call (Numba's pruning of those pairs gives up on paths longer
+# than 15 blocks). Without it, an allocation in such a helper fails to compile. ``_nrt``
+# is underscored in Numba (pinned in pyproject.toml): a version without it fails loudly at
+# the first compile ("Unrecognized options"), never silently.
+row_kernel = njit(cache=True, nogil=True, _nrt=False)
+
+
+def inlined(f):
+    """A twin of the row kernel ``f`` that Numba inlines where it is called: for the
+    hottest call sites only (a call passes each array as seven or nine values, and a tick
+    makes several per change), since inlining everywhere doubled the cold compile time."""
+    return njit(cache=True, nogil=True, _nrt=False, inline="always")(getattr(f, "py_func", f))
 
 if config.DISABLE_JIT:
     def load(addr, i):

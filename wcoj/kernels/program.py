@@ -32,20 +32,12 @@ edits to the helpers imported from ``memory``, ``search`` and ``weights``: clear
 import numpy as np
 from numba import njit
 
-from .memory import ROOM, load, prefetch
+from .memory import ROOM, load, prefetch, row_kernel
 from .search import bsearch, gallop, narrow
 from .zsets import _add_overflows, _mul_overflows
 
 __all__ = ["SLOT_FIELDS", "SV", "SN", "SLO", "SHI", "SBASE", "SDENSE", "SLAST", "SCOL", "SUNIT", "TOO_BIG",
-           "slot_table", "run_levels", "levels_from", "run_terms", "row_kernel"]
-
-# The helpers a join calls per row or per candidate never allocate, so they are compiled
-# without Numba's reference counting (the ``_nrt`` option): with it, each call counted
-# references to its array arguments on entry and exit, two atomic operations per array and
-# call, because Numba's pruning of those pairs gives up on paths longer than 15 blocks.
-# ``_nrt`` is underscored in Numba (pinned in pyproject.toml): a version without it fails
-# loudly at the first compile ("Unrecognized options"), never silently.
-row_kernel = njit(cache=True, nogil=True, _nrt=False)
+           "slot_table", "run_levels", "levels_from", "run_terms", "seed_value"]
 
 SLOT_FIELDS = 9
 SV, SN, SLO, SHI, SBASE, SDENSE, SLAST, SCOL, SUNIT = range(SLOT_FIELDS)  # SV..SDENSE: the table's V..DENSE
@@ -368,23 +360,25 @@ def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
 
 
 @row_kernel
-def seed_value(l, x, dpos, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off,
+def seed_value(a, l, x, dpos, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off,
                ne_col, dcol, vals, wts, RLO, RHI, hits, cur):
     """One seeded level: whether the delta part's value ``x`` (at its position ``dpos``)
-    at level ``l`` passes the level's filters against ``vals[0, :l]`` and every other
-    atom holds it in the ranges ``RLO[l]``/``RHI[l]`` (searched from the cursors
-    ``cur[l]``, which only move forward); then the ranges under ``x`` into
-    ``RLO[l + 1]``/``RHI[l + 1]`` and the weight so far into ``wts[l + 1]``. Returns
-    ``(ok, overflowed)``. ``dcol``: the delta part's column in the ranges."""
-    s0, s1 = level_slots[l], level_slots[l + 1]
-    for i in range(bnd_off[l], bnd_off[l + 1]):
+    at level ``l`` (the program's level ``a + l``) passes the level's filters against
+    ``vals[0, :l]`` and every other atom holds it in the ranges ``RLO[l]``/``RHI[l]``
+    (searched from the cursors ``cur[l]``, which only move forward); then the ranges
+    under ``x`` into ``RLO[l + 1]``/``RHI[l + 1]`` and the weight so far into
+    ``wts[l + 1]``. Returns ``(ok, overflowed)``. ``dcol``: the delta part's column in
+    the ranges."""
+    g = a + l
+    s0, s1 = level_slots[g], level_slots[g + 1]
+    for i in range(bnd_off[g], bnd_off[g + 1]):
         b = vals[0, bnd_col[i]]
         if (x >= b) if bnd_upper[i] != 0 else (x <= b):
             return False, False
-    if not _distinct(x, vals, 0, ne_off, ne_col, l):
+    if not _distinct(x, vals, 0, ne_off, ne_col, g):
         return False, False
-    a0 = level_atoms[l]
-    n_atoms = level_atoms[l + 1] - a0 - 1
+    a0 = level_atoms[g]
+    n_atoms = level_atoms[g + 1] - a0 - 1
     for a in range(n_atoms):
         found = False
         for s in range(atom_bounds[a0 + a], atom_bounds[a0 + a + 1]):
@@ -429,7 +423,7 @@ def _seed_walk(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
                 pos[l] += 1
             continue
         x = load(S[ds[l], SV], q)
-        ok, bad = seed_value(l, x, q, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
+        ok, bad = seed_value(0, l, x, q, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
                              ne_off, ne_col, dcol, vals, wts, RLO, RHI, hits, cur)
         if bad:
             return -1, l

@@ -25,7 +25,8 @@ level 0 the position it needs), ``OVERFLOW`` (a weight sum does not fit in int64
 import numpy as np
 from numba import njit
 
-from .memory import BASE, CAP, DEAD, DENSE, HI, LIVE, LO, MAXV, MINV, N, NONUNIT, ROOM, USED, V, load, store
+from .memory import (BASE, CAP, DEAD, DENSE, HI, LIVE, LO, MAXV, MINV, N, NONUNIT, ROOM, USED, V, load,
+                     row_kernel, store)
 from .search import bsearch
 from .zsets import _add_overflows
 
@@ -52,7 +53,7 @@ def find(T, l, lo, hi, x):
     return p, p < hi and load(T[l, V], p) == x
 
 
-@njit(cache=True, nogil=True)
+@row_kernel
 def _move(T, l, a, b, to):
     """Move level ``l``'s entries ``[a, b)`` to start at ``to`` (overlaps allowed)."""
     last = l == T.shape[0] - 1
@@ -68,7 +69,7 @@ def _move(T, l, a, b, to):
             store(T[l, CAP], to + k, load(T[l, CAP], a + k))
 
 
-@njit(cache=True, nogil=True)
+@row_kernel
 def _remove(T, path):
     """Remove the leaf at ``path`` and every parent it leaves without children."""
     r = T.shape[0]
@@ -97,7 +98,7 @@ def _remove(T, path):
     T[0, USED] -= 1
 
 
-@njit(cache=True, nogil=True)
+@row_kernel
 def _room(T, path, depth, lo, hi, reserve):
     """``(NEED_ROOM, level, need)`` when inserting a row absent from level ``depth`` on
     would leave some level with less than ``reserve`` free entries, else ``(OK, 0, 0)``."""
@@ -121,7 +122,7 @@ def _room(T, path, depth, lo, hi, reserve):
     return OK, 0, 0
 
 
-@njit(cache=True, nogil=True)
+@row_kernel
 def _insert(T, row, w, path, depth, lo, hi):
     """Insert ``row`` (absent from level ``depth`` on; room checked) with weight ``w``."""
     r = T.shape[0]
@@ -173,7 +174,7 @@ def _insert(T, row, w, path, depth, lo, hi):
         T[r - 1, NONUNIT] += 1
 
 
-@njit(cache=True, nogil=True)
+@row_kernel
 def apply_row(T, row, w, reserve, path, dry):
     """Add the row ``row`` with weight ``w`` to the mutable trie ``T`` in place:
     ``(OK, 0, 0)``, or ``(NEED_ROOM, level, need)`` / ``(OVERFLOW, 0, 0)`` with nothing

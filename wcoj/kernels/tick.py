@@ -34,8 +34,8 @@ dispatch costs about 0.1 us per argument, and a one-edge tick takes a few micros
 import numpy as np
 from numba import njit
 
-from .memory import HI, LO, N, V, load, store
-from .program import SCOL, SHI, SLAST, SLO, SV, _candidates, _distinct, _next, _weight, seed_value, slot_table
+from .memory import BASE, DENSE, HI, LO, N, V, inlined, load, prefetch, row_kernel, store
+from .program import SCOL, SHI, SLAST, SLO, SN, SV, _candidates, _distinct, _next, _weight, seed_value, slot_table
 from .store import MIN_CAP, NEED_ROOM, OK, OVERFLOW, apply_row, find
 
 __all__ = ["edge_tick", "edge_changes", "change_tick", "OK", "NEED_ROOM", "OVERFLOW", "SECTIONS", "SCALARS"]
@@ -58,151 +58,53 @@ def _sec(code, i):
     return code[code[1 + 2 * i]:code[1 + 2 * i] + code[2 + 2 * i]]
 
 
-@njit(cache=True, nogil=True)
-def _emit(vals, wt, cols, view, out_k, out_w, out_v, m, dcounts):
-    """Append one result row (``vals[0, cols[c]]`` for each output column), growing the
-    buffers; add its weight to its view's count change. Returns ``(m, ok, bufs...)``."""
-    if m == out_w.shape[0]:
-        cap = 2 * m + 16
-        k2 = np.zeros((cap, out_k.shape[1]), dtype=np.int64)
-        w2 = np.empty(cap, dtype=np.int64)
-        v2 = np.empty(cap, dtype=np.int64)
-        k2[:m] = out_k[:m]
-        w2[:m] = out_w[:m]
-        v2[:m] = out_v[:m]
-        out_k, out_w, out_v = k2, w2, v2
-    for c in range(cols.shape[0]):
-        out_k[m, c] = vals[0, cols[c]]
-    out_w[m] = wt
-    out_v[m] = view
-    s = dcounts[view] + wt
-    if (wt > 0 and s < dcounts[view]) or (wt < 0 and s > dcounts[view]):
-        return m, False, out_k, out_w, out_v
-    dcounts[view] = s
-    return m + 1, True, out_k, out_w, out_v
+_seed_value, _candidates_in, _next_in, _weight_in = inlined(seed_value), inlined(_candidates), inlined(_next), \
+    inlined(_weight)
+FULL = 3  # a term found the output buffers full (they grow and the term runs again)
 
 
-@njit(cache=True, nogil=True)
-def _run_term(t, S, LO0, HI0, code, vals, wts, RLO, RHI, lo, hi, cur, hits, best, out_k, out_w, out_v, m,
-              dcounts):
-    """Term ``t`` for the change held in its one-row delta part, depth first: the seeded
-    levels bind the change's values (``program.seed_value``), the later ones are searched
-    (``_candidates``/``_next``). Returns ``(m, ok, out_k, out_w, out_v)``; ``ok`` False
-    when a weight overflowed."""
-    term_levels, term_parts = _sec(code, _TERM_LEVELS), _sec(code, _TERM_PARTS)
-    a, b = term_levels[t], term_levels[t + 1]
-    p0, P = term_parts[t], term_parts[t + 1] - term_parts[t]
-    level_slots = _sec(code, _LEVEL_SLOTS)[a:b]
-    level_atoms = _sec(code, _LEVEL_ATOMS)[a:b]
-    atom_bounds = _sec(code, _ATOM_BOUNDS)
-    bnd_off, bnd_col, bnd_upper = _sec(code, _BND_OFF)[a:b], _sec(code, _BND_COL), _sec(code, _BND_UPPER)
-    ne_off, ne_col = _sec(code, _NE_OFF)[a:b], _sec(code, _NE_COL)
-    n_out = _sec(code, _SCALARS)[_N_OUT]
-    cols = _sec(code, _OUT_COLS)[t * n_out:(t + 1) * n_out]
-    view = _sec(code, _TERM_VIEW)[t]
-    seed = _sec(code, _TERM_SEED)[t]
-    dcol = _sec(code, _FIRST_PART)[t] - p0
-    L = b - a - 1
-    for p in range(P):
-        RLO[0, p] = LO0[p0 + p]
-        RHI[0, p] = HI0[p0 + p]
-    wts[0] = 1
-    for l in range(seed):  # the change's values, level by level
-        x = 0
-        for s in range(level_slots[l], level_slots[l + 1]):
-            if S[s, SCOL] == dcol:
-                x = load(S[s, SV], 0)
-        for j in range(level_slots[l + 1] - level_slots[l]):
-            cur[l, j] = RLO[l, S[level_slots[l] + j, SCOL]]
-        ok, bad = seed_value(l, x, 0, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
-                             ne_off, ne_col, dcol, vals, wts, RLO, RHI, hits[l], cur)
-        if bad:
-            return m, False, out_k, out_w, out_v
-        if not ok:
-            return m, True, out_k, out_w, out_v
-        vals[0, l] = x
-    if seed == L:
-        return _emit(vals, wts[L], cols, view, out_k, out_w, out_v, m, dcounts)
-    l = seed
-    a0 = level_atoms[l]
-    best[l], _ = _candidates(l, S, level_slots, atom_bounds, a0, level_atoms[l + 1] - a0 - 1, bnd_off, bnd_col,
-                             bnd_upper, RLO, RHI, l, vals, 0, lo[l], hi[l])
-    if best[l] < 0:
-        return m, True, out_k, out_w, out_v
-    for j in range(level_slots[l + 1] - level_slots[l]):
-        cur[l, j] = lo[l, j]
-    while l >= seed:
-        s0 = level_slots[l]
-        a0 = level_atoms[l]
-        n_atoms = level_atoms[l + 1] - a0 - 1
-        ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best[l], lo[l], hi[l], cur[l], hits[l], 0)
-        if not ok:
-            l -= 1
-            continue
-        if not _distinct(x, vals, 0, ne_off, ne_col, l):
-            continue
-        fine, wt = _weight(wts[l], S, s0, atom_bounds, a0, n_atoms, hits[l])
-        if not fine:
-            return m, False, out_k, out_w, out_v
-        if wt == 0:
-            continue
-        vals[0, l] = x
-        if l == L - 1:
-            m, ok, out_k, out_w, out_v = _emit(vals, wt, cols, view, out_k, out_w, out_v, m, dcounts)
-            if not ok:
-                return m, False, out_k, out_w, out_v
-            continue
-        wts[l + 1] = wt
-        for p in range(P):
-            RLO[l + 1, p] = RLO[l, p]
-            RHI[l + 1, p] = RHI[l, p]
-        for j in range(level_slots[l + 1] - s0):
-            s = s0 + j
-            c = S[s, SCOL]
-            h = hits[l, j]
-            if S[s, SLAST] == 0 and h >= 0:
-                RLO[l + 1, c] = load(S[s, SLO], h)
-                RHI[l + 1, c] = load(S[s, SHI], h)
-            else:
-                RLO[l + 1, c] = 0
-                RHI[l + 1, c] = 0
-        l += 1
-        a0 = level_atoms[l]
-        best[l], _ = _candidates(l, S, level_slots, atom_bounds, a0, level_atoms[l + 1] - a0 - 1, bnd_off,
-                                 bnd_col, bnd_upper, RLO, RHI, l, vals, 0, lo[l], hi[l])
-        if best[l] < 0:
-            l -= 1
-            continue
-        for j in range(level_slots[l + 1] - level_slots[l]):
-            cur[l, j] = lo[l, j]
-    return m, True, out_k, out_w, out_v
-
-
-@njit(cache=True, nogil=True)
-def _apply(B, code, rel, row, w, reserve, path, prow, dry):
-    """``store.apply_row`` of one change on every index of relation ``rel`` (the row
-    permuted into each index's column order): ``(status, level, need, state row)``. A dry
-    run only checks; a real one must follow a dry run that said ``OK``."""
-    rel_idx, idx_state, idx_cols = _sec(code, _REL_IDX), _sec(code, _IDX_STATE), _sec(code, _IDX_COLS)
-    mx = _sec(code, _SCALARS)[_MAX_ARITY]
-    for x in range(rel_idx[rel], rel_idx[rel + 1]):
+@row_kernel
+def _apply(B, rel, row, w, reserve, path, prow, rel_idx, idx_state, idx_cols, mx, first, last):
+    """``store.apply_row`` of one change on the indexes ``first .. last - 1`` of relation
+    ``rel`` (the row permuted into each index's column order): ``(status, index, level,
+    need)``; on a failure, the indexes before ``index`` took the change and it did not."""
+    for x in range(rel_idx[rel] + first, rel_idx[rel] + last):
         off = idx_state[x]
         r = 0
         while r < mx and idx_cols[x * mx + r] >= 0:
             prow[r] = row[idx_cols[x * mx + r]]
             r += 1
-        code_, level, need = apply_row(B[off:off + r], prow[:r], w, reserve, path, dry)
+        code_, level, need = apply_row(B[off:off + r], prow[:r], w, reserve, path, False)
         if code_ != OK:
-            return code_, level, need, off
-    return OK, 0, 0, 0
+            return code_, x - rel_idx[rel], level, need
+    return OK, last, 0, 0
 
 
-@njit(cache=True, nogil=True)
-def _write_change(B, code, rel, row, w, on):
+@row_kernel
+def _set_size(row, n, S, HI0, keys, order, n_slots):
+    """Level 0's size ``n`` for the trie whose level 0 is block row ``row``: in the slots
+    and part ranges that read it (``keys``: their block rows, sorted by ``order``; an
+    entry ``>= n_slots`` is part ``entry - n_slots``)."""
+    lo, hi = 0, keys.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if keys[order[mid]] < row:
+            lo = mid + 1
+        else:
+            hi = mid
+    while lo < keys.shape[0] and keys[order[lo]] == row:
+        e = order[lo]
+        if e < n_slots:
+            S[e, SN] = n
+        else:
+            HI0[e - n_slots] = n
+        lo += 1
+
+
+@row_kernel
+def _write_change(B, rel, row, w, on, rel_idx, idx_change, idx_cols, mx):
     """Put the change ``row``/``w`` into the one-row tries of every index of ``rel``
     (``on``), or empty them again: every other relation's delta is empty meanwhile."""
-    rel_idx, idx_change, idx_cols = _sec(code, _REL_IDX), _sec(code, _IDX_CHANGE), _sec(code, _IDX_COLS)
-    mx = _sec(code, _SCALARS)[_MAX_ARITY]
     for x in range(rel_idx[rel], rel_idx[rel + 1]):
         off = idx_change[x]
         B[off, N] = 1 if on else 0
@@ -274,6 +176,219 @@ def _consolidate(out_k, out_w, out_v, m):
     return keys[:n], weights[:n], views[:n]
 
 
+@row_kernel
+def _prefetch_change(B, rel, row, rel_idx, idx_state, idx_cols, mx, lists):
+    """Ask the cache for what a later change will read first: in every index of its
+    relation with a dense level 0, the children range of each of the row's values, and
+    (``lists``, a change later, when that range is in cache) the children themselves.
+    A tick's changes hit random vertices, and each of those reads missed the cache;
+    asked for ahead, the misses of consecutive changes overlap."""
+    for x in range(rel_idx[rel], rel_idx[rel + 1]):
+        off = idx_state[x]
+        r = 0
+        while r < mx and idx_cols[x * mx + r] >= 0:
+            r += 1
+        if B[off, DENSE] == 0 or r < 2:
+            continue
+        for c in range(r):
+            p = row[c] - B[off, BASE]
+            if 0 <= p < B[off, N]:
+                if lists:
+                    prefetch(B[off + 1, V] + 8 * load(B[off, LO], p))
+                else:
+                    prefetch(B[off, LO] + 8 * p)
+                    prefetch(B[off, HI] + 8 * p)
+
+
+@njit(cache=True, nogil=True)
+def _grow(out_k, out_w, out_v, m):
+    cap = 2 * out_w.shape[0] + 16
+    k2 = np.zeros((cap, out_k.shape[1]), dtype=np.int64)
+    w2 = np.empty(cap, dtype=np.int64)
+    v2 = np.empty(cap, dtype=np.int64)
+    k2[:m] = out_k[:m]
+    w2[:m] = out_w[:m]
+    v2[:m] = out_v[:m]
+    return k2, w2, v2
+
+
+@row_kernel
+def _change_loop(B, ch_rel, ch_rows, ch_w, i, m, dcounts, S, LO0, HI0, keys, order, sizes, n_slots, level_slots,
+                 level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col, term_levels, term_parts,
+                 term_seed, first_part, term_rel, term_view, out_cols, rel_idx, idx_state, idx_change, idx_cols, mx,
+                 vals, wts, RLO, RHI, lo, hi, cur, hits, best, path, prow, reserve, none, saved, out_k, out_w, out_v):
+    """The loop of ``_run_changes`` over the changes from ``i`` on (it allocates nothing,
+    so it runs without Numba's reference counting: in the caller, every row of a 2-d
+    work array handed to a helper counted references twice). Returns ``(status, change,
+    level, need, state row, m)``; ``FULL``: the output buffers could not hold change
+    ``i``'s rows (nothing of it is kept)."""
+    n_terms = term_rel.shape[0]
+    n = ch_w.shape[0]
+    while i < n:
+        if i + 2 < n:
+            _prefetch_change(B, ch_rel[i + 2], ch_rows[i + 2], rel_idx, idx_state, idx_cols, mx, False)
+        if i + 1 < n:
+            _prefetch_change(B, ch_rel[i + 1], ch_rows[i + 1], rel_idx, idx_state, idx_cols, mx, True)
+        rel, row, w = ch_rel[i], ch_rows[i], ch_w[i]
+        n_idx = rel_idx[rel + 1] - rel_idx[rel]
+        m_before = m
+        for v in range(dcounts.shape[0]):
+            saved[v] = dcounts[v]
+        # the terms: each reads the indexes as they are (prev) and the change (delta)
+        _write_change(B, rel, row, w, True, rel_idx, idx_change, idx_cols, mx)
+        for x in range(rel_idx[rel], rel_idx[rel + 1]):
+            _set_size(idx_change[x], 1, S, HI0, keys, order, n_slots)
+        ok = True
+        status = OK
+        for t in range(n_terms):
+            if term_rel[t] != rel:
+                continue
+            # term t, depth first: the seeded levels bind the change's values, the later
+            # ones are searched (inlined here: a call passing this many
+            # arrays cost as much as the term)
+            a, L = term_levels[t], term_levels[t + 1] - term_levels[t] - 1
+            p0, P = term_parts[t], term_parts[t + 1] - term_parts[t]
+            seed, dcol, view, cols = term_seed[t], first_part[t] - p0, term_view[t], out_cols[t]
+            status = OK
+            while True:  # runs again from the start when the output buffers were full
+                for p in range(P):
+                    RLO[0, p] = LO0[p0 + p]
+                    RHI[0, p] = HI0[p0 + p]
+                wts[0] = 1
+                l = 0
+                while l < seed:
+                    g = a + l
+                    x = 0
+                    for s in range(level_slots[g], level_slots[g + 1]):
+                        if S[s, SCOL] == dcol:
+                            x = load(S[s, SV], 0)
+                        cur[l, s - level_slots[g]] = RLO[l, S[s, SCOL]]
+                    found, bad = _seed_value(a, l, x, 0, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
+                                             bnd_upper, ne_off, ne_col, dcol, vals, wts, RLO, RHI, hits[l], cur)
+                    if bad:
+                        status = OVERFLOW
+                    if not found:
+                        break
+                    vals[0, l] = x
+                    l += 1
+                if l < seed:  # the change closes nothing here, or a weight overflowed
+                    break
+                if l < L:
+                    g = a + l
+                    best[l], _ = _candidates_in(g, S, level_slots, atom_bounds, level_atoms[g],
+                                                level_atoms[g + 1] - level_atoms[g] - 1, bnd_off, bnd_col, bnd_upper,
+                                                RLO, RHI, l, vals, 0, lo[l], hi[l])
+                    if best[l] < 0:
+                        break
+                    for j in range(level_slots[g + 1] - level_slots[g]):
+                        cur[l, j] = lo[l, j]
+                while True:
+                    if l == L:  # a row: the seeded levels bound every variable, or the last level did
+                        if m == out_w.shape[0]:
+                            status = FULL
+                            break
+                        for c in range(cols.shape[0]):
+                            out_k[m, c] = vals[0, cols[c]]
+                        wt = wts[L]
+                        out_w[m] = wt
+                        out_v[m] = view
+                        d = dcounts[view] + wt
+                        if (wt > 0 and d < dcounts[view]) or (wt < 0 and d > dcounts[view]):
+                            status = OVERFLOW
+                            break
+                        dcounts[view] = d
+                        m += 1
+                        l -= 1
+                        if l < seed:
+                            break
+                        continue
+                    g = a + l
+                    s0, a0 = level_slots[g], level_atoms[g]
+                    n_atoms = level_atoms[g + 1] - a0 - 1
+                    found, x = _next_in(S, s0, atom_bounds, a0, n_atoms, best[l], lo[l], hi[l], cur[l], hits[l], 0)
+                    if not found:
+                        l -= 1
+                        if l < seed:
+                            break
+                        continue
+                    if not _distinct(x, vals, 0, ne_off, ne_col, g):
+                        continue
+                    fine, wt = _weight_in(wts[l], S, s0, atom_bounds, a0, n_atoms, hits[l])
+                    if not fine:
+                        status = OVERFLOW
+                        break
+                    if wt == 0:
+                        continue
+                    vals[0, l] = x
+                    wts[l + 1] = wt
+                    if l == L - 1:
+                        l = L
+                        continue
+                    for p in range(P):
+                        RLO[l + 1, p] = RLO[l, p]
+                        RHI[l + 1, p] = RHI[l, p]
+                    for j in range(level_slots[g + 1] - s0):
+                        s = s0 + j
+                        c = S[s, SCOL]
+                        h = hits[l, j]
+                        if S[s, SLAST] == 0 and h >= 0:
+                            RLO[l + 1, c] = load(S[s, SLO], h)
+                            RHI[l + 1, c] = load(S[s, SHI], h)
+                        else:
+                            RLO[l + 1, c] = 0
+                            RHI[l + 1, c] = 0
+                    l += 1
+                    g = a + l
+                    a0 = level_atoms[g]
+                    best[l], _ = _candidates_in(g, S, level_slots, atom_bounds, a0, level_atoms[g + 1] - a0 - 1,
+                                                bnd_off, bnd_col, bnd_upper, RLO, RHI, l, vals, 0, lo[l], hi[l])
+                    if best[l] < 0:
+                        l -= 1
+                        continue
+                    for j in range(level_slots[g + 1] - level_slots[g]):
+                        cur[l, j] = lo[l, j]
+                break
+            if status != OK:
+                ok = False
+                break
+        _write_change(B, rel, row, w, False, rel_idx, idx_change, idx_cols, mx)
+        for x in range(rel_idx[rel], rel_idx[rel + 1]):
+            _set_size(idx_change[x], 0, S, HI0, keys, order, n_slots)
+        if status == FULL:  # nothing of this change is kept: the caller grows the buffers, calls again
+            for v in range(dcounts.shape[0]):
+                dcounts[v] = saved[v]
+            return FULL, i, 0, 0, 0, m_before
+        # then the change, on every index of its relation (room kept for undoing the tick)
+        level = need = off = 0
+        if ok:
+            for r in range(reserve.shape[0]):
+                reserve[r] = MIN_CAP * (i + 1)
+            status, done, level, need = _apply(B, rel, row, w, reserve, path, prow, rel_idx, idx_state, idx_cols,
+                                               mx, 0, n_idx)
+            if status != OK:  # the indexes before `done` took it: give it back
+                off = idx_state[rel_idx[rel] + done]
+                _apply(B, rel, row, -w, none, path, prow, rel_idx, idx_state, idx_cols, mx, 0, done)
+                if status == NEED_ROOM:
+                    for v in range(dcounts.shape[0]):
+                        dcounts[v] = saved[v]
+                    return NEED_ROOM, i, level, need, off, m_before
+                ok = False
+        if not ok:
+            for j in range(i - 1, -1, -1):  # undo the tick: nothing of it stays
+                _apply(B, ch_rel[j], ch_rows[j], -ch_w[j], none, path, prow, rel_idx, idx_state, idx_cols, mx, 0,
+                       rel_idx[ch_rel[j] + 1] - rel_idx[ch_rel[j]])
+            for v in range(dcounts.shape[0]):
+                dcounts[v] = 0
+            return OVERFLOW, i, 0, 0, 0, 0
+        for x in range(rel_idx[rel], rel_idx[rel + 1]):  # a root that grew: its new size
+            row0 = idx_state[x]
+            if B[row0, N] != sizes[x]:
+                sizes[x] = B[row0, N]
+                _set_size(row0, sizes[x], S, HI0, keys, order, n_slots)
+        i += 1
+    return OK, n, 0, 0, 0, m
+
+
 @njit(cache=True, nogil=True)
 def _run_changes(B, code, ch_rel, ch_rows, ch_w, start, dcounts, counts):
     """The changes ``start ..`` of ``ch_rel``/``ch_rows``/``ch_w`` (see the module's
@@ -285,11 +400,32 @@ def _run_changes(B, code, ch_rel, ch_rows, ch_w, start, dcounts, counts):
     sc = _sec(code, _SCALARS)
     n_out, mx, n_views = sc[_N_OUT], sc[_MAX_ARITY], sc[_N_VIEWS]
     L, smax, pmax = sc[_MAX_LEVELS], sc[_MAX_SLOTS], sc[_MAX_PARTS]
-    term_rel = _sec(code, _TERM_REL)
-    gather = _sec(code, _GATHER)
-    n_terms = term_rel.shape[0]
-    fixed = _sec(code, _FIXED).reshape(-1, 3)
     at, deep, part_rows = _sec(code, _AT), _sec(code, _DEEP), _sec(code, _PART_ROWS)
+    fixed = _sec(code, _FIXED).reshape(-1, 3)
+    level_slots, level_atoms, atom_bounds = _sec(code, _LEVEL_SLOTS), _sec(code, _LEVEL_ATOMS), _sec(code, _ATOM_BOUNDS)
+    bnd_off, bnd_col, bnd_upper = _sec(code, _BND_OFF), _sec(code, _BND_COL), _sec(code, _BND_UPPER)
+    ne_off, ne_col = _sec(code, _NE_OFF), _sec(code, _NE_COL)
+    term_levels, term_parts, term_seed = _sec(code, _TERM_LEVELS), _sec(code, _TERM_PARTS), _sec(code, _TERM_SEED)
+    first_part, term_rel, term_view = _sec(code, _FIRST_PART), _sec(code, _TERM_REL), _sec(code, _TERM_VIEW)
+    out_cols = _sec(code, _OUT_COLS).reshape(-1, max(n_out, 1))
+    gather = _sec(code, _GATHER)
+    rel_idx, idx_state, idx_change, idx_cols = (_sec(code, _REL_IDX), _sec(code, _IDX_STATE),
+                                                _sec(code, _IDX_CHANGE), _sec(code, _IDX_COLS))
+    n_terms = term_rel.shape[0]
+    T = np.empty((gather.shape[0], B.shape[1]), dtype=np.int64)
+    for j in range(gather.shape[0]):
+        T[j] = B[gather[j]]
+    S, LO0, HI0 = slot_table(T, at, deep, fixed, part_rows)
+    n_slots = S.shape[0]
+    keys = np.empty(n_slots + part_rows.shape[0], dtype=np.int64)  # the block row each slot's level 0 and
+    for s in range(n_slots):                                       # each part's is (-1: a deep slot)
+        keys[s] = -1 if deep[s] else gather[at[s]]
+    for q in range(part_rows.shape[0]):
+        keys[n_slots + q] = gather[part_rows[q]]
+    order = np.argsort(keys)
+    sizes = np.empty(idx_state.shape[0], dtype=np.int64)  # each index's level-0 size as the slots have it
+    for x in range(idx_state.shape[0]):
+        sizes[x] = B[idx_state[x], N]
     vals = np.zeros((1, max(L, 1)), dtype=np.int64)
     wts = np.ones(L + 1, dtype=np.int64)
     RLO = np.zeros((L + 1, pmax), dtype=np.int64)
@@ -303,44 +439,29 @@ def _run_changes(B, code, ch_rel, ch_rows, ch_w, start, dcounts, counts):
     prow = np.zeros(mx, dtype=np.int64)
     reserve = np.zeros(mx, dtype=np.int64)
     none = np.zeros(mx, dtype=np.int64)
-    T = np.empty((gather.shape[0], B.shape[1]), dtype=np.int64)
-    out_k = np.zeros((16, max(n_out, 1)), dtype=np.int64)
-    out_w = np.empty(16, dtype=np.int64)
-    out_v = np.empty(16, dtype=np.int64)
+    saved = np.zeros(n_views + 1, dtype=np.int64)
+    out_k = np.zeros((64, max(n_out, 1)), dtype=np.int64)
+    out_w = np.empty(64, dtype=np.int64)
+    out_v = np.empty(64, dtype=np.int64)
     m = 0
-    n = ch_w.shape[0]
     i = start
-    while i < n:
-        rel, row, w = ch_rel[i], ch_rows[i], ch_w[i]
-        reserve[:] = MIN_CAP * (i + 1)
-        status, level, need, off = _apply(B, code, rel, row, w, reserve, path, prow, True)
-        if status == NEED_ROOM:
-            return NEED_ROOM, i, level, need, off, out_k[:m], out_w[:m], out_v[:m]
-        ok = status == OK
-        if ok:
-            _write_change(B, code, rel, row, w, True)
-            for j in range(gather.shape[0]):
-                T[j] = B[gather[j]]
-            S, LO0, HI0 = slot_table(T, at, deep, fixed, part_rows)
-            for t in range(n_terms):
-                if term_rel[t] == rel:
-                    m, ok, out_k, out_w, out_v = _run_term(t, S, LO0, HI0, code, vals, wts, RLO, RHI, lo, hi, cur,
-                                                           hits, best, out_k, out_w, out_v, m, dcounts)
-                    if not ok:
-                        break
-            _write_change(B, code, rel, row, w, False)
-        if not ok:
-            for j in range(i - 1, -1, -1):  # undo the tick: nothing of it stays
-                status, level, need, off = _apply(B, code, ch_rel[j], ch_rows[j], -ch_w[j], none, path, prow,
-                                                  False)
-            dcounts[:] = 0
-            return OVERFLOW, i, 0, 0, 0, out_k[:0], out_w[:0], out_v[:0]
-        _apply(B, code, rel, row, w, none, path, prow, False)
-        i += 1
+    while True:
+        status, i, level, need, off, m = _change_loop(
+            B, ch_rel, ch_rows, ch_w, i, m, dcounts, S, LO0, HI0, keys, order, sizes, n_slots, level_slots,
+            level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col, term_levels, term_parts, term_seed,
+            first_part, term_rel, term_view, out_cols, rel_idx, idx_state, idx_change, idx_cols, mx, vals, wts, RLO,
+            RHI, lo, hi, cur, hits, best, path, prow, reserve, none, saved, out_k, out_w, out_v)
+        if status != FULL:
+            break
+        out_k, out_w, out_v = _grow(out_k, out_w, out_v, m)
+    if status == NEED_ROOM:
+        return NEED_ROOM, i, level, need, off, out_k[:m], out_w[:m], out_v[:m]
+    if status == OVERFLOW:
+        return OVERFLOW, i, 0, 0, 0, out_k[:0], out_w[:0], out_v[:0]
     for v in range(n_views + 1):
         counts[v] += dcounts[v]
     keys, weights, views = _consolidate(out_k, out_w, out_v, m)
-    return OK, n, 0, 0, 0, keys, weights, views
+    return OK, ch_w.shape[0], 0, 0, 0, keys, weights, views
 
 
 @njit(cache=True, nogil=True)
