@@ -43,7 +43,7 @@ import numpy as np
 from indexes.trie import Trie, TrieView
 from wcoj.errors import ArityMismatchError, InputError, WeightOverflowError
 from wcoj.rows import row_order
-from wcoj.tables import ChangeTable, TableBlock, TrieTable
+from wcoj.tables import TableBlock, TrieTable
 from wcoj.zset import ZSet
 
 __all__ = ["IncrementalIndex", "Relation", "VIEWS"]
@@ -67,7 +67,6 @@ class IncrementalIndex:
         self.arity, self.columns = arity, tuple(columns)
         self._natural = self.columns == tuple(range(arity))
         self.trie = Trie(arity, block)
-        self._change: ChangeTable | None = None
         self.staged: TrieTable | None = None
         self._staged_rows = None  # (keys, weights) of the staged change in this order
         self._views: dict[str, TrieView] = {}
@@ -128,13 +127,6 @@ class IncrementalIndex:
             if self._staged_rows is not None:
                 self._views[kind] = v
         return v
-
-    def change_table(self) -> ChangeTable:
-        """The one-row trie the change-by-change route writes each change into (made in
-        the trie's block on first use)."""
-        if self._change is None:
-            self._change = ChangeTable(self.trie.part.block, self.arity)
-        return self._change
 
     def nbytes(self) -> int:
         return self.trie.nbytes()

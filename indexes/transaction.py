@@ -12,12 +12,13 @@ everything that reads or writes them. ``Store.transaction()`` opens a ``Transact
   raised meanwhile is raised when the commit has finished, never between two indexes;
 * leaving the ``with`` block on an exception, before ``commit``, rolls everything back.
 
-A ``ChangePlan`` is the other route of a tick: the delta rules of several joins packed for
-``kernels.tick``, which applies a small tick change by change in one call (staging,
-joining and committing in place; all or nothing, see there). ``ChangePlan.run`` loops on
-that call while a trie needs room, and defers Ctrl-C over the loop.
+A ``ChangePlan`` is the other route of a tick: the delta rules of several joins compiled
+by ``wcoj.tickgen`` into kernels that apply a small tick change by change in one call
+(joining and committing in place; all or nothing, see ``wcoj.kernels.tick``).
+``ChangePlan.run`` loops on that call while a trie needs room, and defers Ctrl-C over
+the loop.
 
-Relies on ``indexes.index`` and ``wcoj`` (tables, program packing, tick kernels). Used by
+Relies on ``indexes.index`` and ``wcoj`` (tables, the tick compiler and kernels). Used by
 ``queries.graph``, ``queries.database`` and ``wcoj.multiway``'s relations.
 
 >>> from wcoj import ZSet
@@ -40,9 +41,10 @@ import numpy as np
 
 from indexes.index import Relation
 from wcoj.errors import WeightOverflowError
-from wcoj.kernels.tick import NEED_ROOM, OK, change_tick, edge_changes, edge_tick
-from wcoj.program import TermsProgram, pack
+from wcoj.kernels.tick import NEED_ROOM, OK, edge_changes
+from wcoj.program import pack
 from wcoj.tables import TableBlock
+from wcoj.tickgen import AtomSpec, TermSpec, compile_plan, rows_of
 from wcoj.zset import ZSet
 
 __all__ = ["Store", "Transaction", "ChangePlan", "deferred_interrupts"]
@@ -131,8 +133,8 @@ class Transaction:
 
 
 class ChangePlan:
-    """The delta rules of several joins over a store's relations, packed for the change
-    by change route (``kernels.tick``).
+    """The delta rules of several joins over a store's relations, compiled for the change
+    by change route (``wcoj.tickgen``).
 
     Parameters
     ----------
@@ -145,51 +147,39 @@ class ChangePlan:
         ids of a graph's primary relation, its derived oriented relation (directed
         graphs) and up to two symmetric ones (-1 when not kept; see
         ``kernels.tick.edge_changes``).
+    sets : every relation is a set (a graph's): leaves of weight 1 are not read.
 
     ``counts`` holds each view's count then the primary relation's rows; the kernel
     updates it when a tick succeeds. The plan is valid while no index is added
     (``current``).
     """
 
-    def __init__(self, store: Store, joins: list, relations: list[Relation], edges=(0, 0, -1, -1, -1)):
-        self.store, self.joins, self.relations = store, list(joins), list(relations)
+    def __init__(self, store: Store, joins: list, relations: list[Relation], edges=(0, 0, -1, -1, -1),
+                 sets: bool = False):
+        self.store, self.joins, self.relations, self.sets = store, list(joins), list(relations), sets
         rel_id = {id(r): i for i, r in enumerate(self.relations)}
-        specs, outputs, term_rel, term_view, gather = [], [], [], [], []
-        n_levels = n_slots = n_parts = 0
+        terms = []
         for v, join in enumerate(self.joins):
-            for src, spec, parts in join.change_terms():
-                specs.append(spec)
-                outputs.append(list(join.output))
-                term_rel.append(rel_id[id(src)])
-                term_view.append(v)
-                for what, s, cols in parts:
-                    idx = s.ensure_index(cols)
-                    table = idx.trie.part if what == "state" else idx.change_table()
-                    gather.extend(range(table.offset, table.offset + len(cols)))
-                plan = spec[0]
-                n_levels = max(n_levels, len(plan))
-                n_parts = max(n_parts, len(parts))
-                n_slots = max(n_slots, max((len(lv.atoms) * 2 for lv in plan), default=1))
-        self.program = TermsProgram(specs, outputs)
+            for src, atoms, plan, delta, out in join.change_terms():
+                specs = []
+                for a, (s, kind, cols) in enumerate(atoms):
+                    row = -1 if a == delta else s.ensure_index(cols).trie.part.offset
+                    specs.append(AtomSpec(rel_id[id(s)], kind, row, tuple(cols)))
+                terms.append(TermSpec(v, rel_id[id(src)], delta, tuple(specs), tuple(plan), tuple(out)))
         max_arity = max(r.arity for r in self.relations)
-        rel_idx, idx_state, idx_change, idx_cols = [0], [], [], []
+        rel_idx, idx_state, idx_cols = [0], [], []
         self.tries = {}  # state row -> the trie there (to grow it)
         for r in self.relations:
             for cols, idx in r.indexes.items():
                 idx_state.append(idx.trie.part.offset)
-                idx_change.append(idx.change_table().offset)
                 idx_cols.append(list(cols) + [-1] * (max_arity - len(cols)))
                 self.tries[idx.trie.part.offset] = idx.trie
             rel_idx.append(len(idx_state))
         self.widths = [len(j.output) for j in self.joins]
-        directed, primary, o, s, s2 = edges
-        scalars = [max(self.widths, default=1), max_arity, len(self.joins), n_levels, n_slots, n_parts,
-                   int(directed), primary, o, s, s2]
-        p = self.program
-        self.code = pack([p.at, p.deep, p.fixed, p.part_rows, *p.shape, p.term_levels, p.term_parts, p.out_cols,
-                          p.first_part, p.term_seed, np.array(term_rel), np.array(term_view), np.array(gather),
-                          np.array(rel_idx), np.array(idx_state), np.array(idx_change), np.array(idx_cols),
-                          np.array(scalars)])
+        self.layout = pack([np.array(rel_idx), np.array(idx_state), np.array(idx_cols), np.array(
+            [max_arity, int(edges[0]), *edges[1:]])])
+        self.kernels = compile_plan(terms, max_arity, max(self.widths, default=1))
+        self.rows = np.array(rows_of(terms), dtype=np.int64)
         self.counts = np.zeros(len(self.joins) + 1, dtype=np.int64)
         self.generation = store.block.generation
 
@@ -197,65 +187,64 @@ class ChangePlan:
         """Whether no index was added to the store since the plan was made."""
         return self.store.block.generation == self.generation
 
+    def edge_changes(self, ins: np.ndarray, dels: np.ndarray):
+        """The changes of a graph tick, for the staged route: ``(bad, changes,
+        n_primary)`` as ``kernels.tick.edge_changes`` gives them (rows ``(relation,
+        weight, row...)``, the primary's first, sorted)."""
+        return edge_changes(self.layout, self.store.block.array, ins, dels)
+
     def run_edges(self, ins: np.ndarray, dels: np.ndarray):
         """A graph tick of edge inserts and deletes (``int64[n, 2]``), change by change:
-        ``(primary changes as (rows, weights), per view (keys, weights))``; the counts
-        are updated. Raises ``WeightOverflowError`` (nothing changed)."""
+        ``(bad, primary changes as (rows, weights), per view (keys, weights))``; ``bad``
+        >= 0 names an id out of range (flat position in ``ins`` then ``dels``; nothing
+        done). The counts are updated. Raises ``WeightOverflowError`` (nothing changed)."""
         dcounts = np.zeros_like(self.counts)
-        ch_rel, ch_rows, ch_w, n_primary, out = edge_tick(self.store.block.array, self.code, ins, dels, dcounts,
-                                                          self.counts)
+        bad, n_primary, ch, *out = self.kernels.edge_run(self.store.block.array, self.layout, self.rows, ins, dels,
+                                                         dcounts, self.counts, self.sets)
+        if bad >= 0:
+            return bad, None, None
         if out[0] != OK:
-            out = self._resume(out, ch_rel, ch_rows, ch_w, dcounts)
-        return (ch_rows[:n_primary, :2], ch_w[:n_primary]), self._split(out[5], out[6], out[7])
+            out = self._resume(out, ch, dcounts)
+        return -1, (ch[:n_primary, 2:4], ch[:n_primary, 1]), self._split(out[5])
 
-    def edge_changes(self, ins: np.ndarray, dels: np.ndarray):
-        """The changes of a graph tick, for the staged route: ``(relation ids, rows,
-        weights, how many are the primary relation's)``, the primary's first, sorted."""
-        return edge_changes(self.code, self.store.block.array, ins, dels)
-
-    def run(self, ch_rel: np.ndarray, ch_rows: np.ndarray, ch_w: np.ndarray):
-        """A tick of prepared changes (``ch_rel[i]``: the relation's id, ``ch_rows[i]``:
-        the row, natural order, padded to the widest arity; ``ch_w[i]``: its weight):
-        per view ``(keys, weights)``."""
+    def run(self, ch: np.ndarray):
+        """A tick of prepared changes: rows ``(relation id, weight, row...)`` (the row in
+        natural order, padded to the widest arity); per view ``(keys, weights)``."""
         dcounts = np.zeros_like(self.counts)
-        out = change_tick(self.store.block.array, self.code, ch_rel, ch_rows, ch_w, 0, dcounts, self.counts)
+        out = self.kernels.run(self.store.block.array, self.layout, self.rows, ch, 0, dcounts, self.counts,
+                               self.sets)
         if out[0] != OK:
-            out = self._resume(out, ch_rel, ch_rows, ch_w, dcounts)
-        return self._split(out[5], out[6], out[7])
+            out = self._resume(out, ch, dcounts)
+        return self._split(out[5])
 
-    def _resume(self, out, ch_rel, ch_rows, ch_w, dcounts):
+    def _resume(self, out, ch, dcounts):
         """Grow tries and call again until the tick is done (Ctrl-C deferred: the tick is
         half applied between the calls); raise on an overflow (everything undone)."""
         parts = []
         with deferred_interrupts():
             while out[0] == NEED_ROOM:
                 _, i, level, need, off = out[:5]
-                parts.append((out[5], out[6], out[7]))
+                parts.append(out[5])
                 self.tries[off].make_room(int(level), int(need))
-                out = change_tick(self.store.block.array, self.code, ch_rel, ch_rows, ch_w, i, dcounts,
-                                  self.counts)
+                out = self.kernels.run(self.store.block.array, self.layout, self.rows, ch, i, dcounts, self.counts,
+                                       self.sets)
         if out[0] != OK:
             i = int(out[1])
             raise WeightOverflowError(f"a weight does not fit in int64 at the change of row "
-                                      f"{tuple(ch_rows[i].tolist())} (weight {int(ch_w[i])}); the tick was undone")
+                                      f"{tuple(ch[i, 2:].tolist())} (weight {int(ch[i, 1])}); the tick was undone")
         if not parts:
             return out
-        parts.append((out[5], out[6], out[7]))
-        keys = np.concatenate([p[0] for p in parts])
-        weights = np.concatenate([p[1] for p in parts])
-        views = np.concatenate([p[2] for p in parts])
-        return (OK, 0, 0, 0, 0) + _consolidated(keys, weights, views)
+        parts.append(out[5])
+        rows = np.concatenate(parts)
+        keys = np.concatenate([rows[:, :1], rows[:, 2:]], axis=1)
+        z = ZSet.from_arrays(keys, rows[:, 1])
+        return (OK, 0, 0, 0, 0, np.concatenate([z.keys[:, :1], z.weights[:, None], z.keys[:, 1:]], axis=1))
 
-    def _split(self, keys, weights, views):
-        """Per view ``(keys, weights)`` of the consolidated rows (sorted by view)."""
+    def _split(self, out):
+        """Per view ``(keys, weights)`` of the consolidated rows ``(view, weight,
+        keys...)`` (sorted by view)."""
         if len(self.joins) == 1:
-            return [(keys[:, :self.widths[0]], weights)]
-        bounds = np.searchsorted(views, np.arange(len(self.joins) + 1))
-        return [(keys[bounds[v]:bounds[v + 1], :self.widths[v]], weights[bounds[v]:bounds[v + 1]])
-                for v in range(len(self.joins))]
-
-
-def _consolidated(keys, weights, views):
-    """Rows summed per (view, row), zeros dropped, sorted by view then row."""
-    z = ZSet.from_arrays(np.concatenate([views[:, None], keys], axis=1), weights)
-    return np.ascontiguousarray(z.keys[:, 1:]), z.weights, np.ascontiguousarray(z.keys[:, 0])
+            return [(np.ascontiguousarray(out[:, 2:2 + self.widths[0]]), np.ascontiguousarray(out[:, 1]))]
+        bounds = np.searchsorted(out[:, 0], np.arange(len(self.joins) + 1))
+        return [(np.ascontiguousarray(out[bounds[v]:bounds[v + 1], 2:2 + self.widths[v]]),
+                 np.ascontiguousarray(out[bounds[v]:bounds[v + 1], 1])) for v in range(len(self.joins))]

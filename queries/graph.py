@@ -56,27 +56,36 @@ _NO_EDGES = np.zeros((0, 2), dtype=np.int64)
 _NO_EDGES.flags.writeable = False
 
 
-def as_edge_array(edges, what: str = "edges") -> I64:
-    """Validate an edge array: integer dtype, shape (m, 2), ids in [0, 2**62)."""
+def _edge_input(edges, what: str) -> I64:
+    """``edges`` as a C-contiguous ``int64[m, 2]`` array (shape and dtype checked; the
+    range of the ids is checked by whoever reads them: ``as_edge_array`` or a tick's
+    kernel)."""
     if type(edges) is np.ndarray and edges.dtype == np.int64 and edges.ndim == 2 and edges.shape[1] == 2 \
             and edges.flags.c_contiguous:
-        arr = edges
-    else:
-        arr = np.asarray(edges)
-        if arr.size == 0:
-            return _NO_EDGES
-        if arr.ndim != 2 or arr.shape[1] != 2:
-            raise InputError(f"{what} must have shape (m, 2), got {arr.shape}")
-        if arr.dtype.kind not in "iu":
-            raise InputError(f"{what} must hold integer node ids, got dtype {arr.dtype}")
-        if arr.dtype == np.uint64 and int(arr.max()) > MAX_ID:
-            bad = int(np.argmax(arr.max(axis=1) > MAX_ID))
-            raise InputError(f"{what}: node id {int(arr[bad].max())} in row {bad} is out of range [0, 2**62)")
-        arr = np.ascontiguousarray(arr, dtype=np.int64)
+        return edges
+    arr = np.asarray(edges)
+    if arr.size == 0:
+        return _NO_EDGES
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise InputError(f"{what} must have shape (m, 2), got {arr.shape}")
+    if arr.dtype.kind not in "iu":
+        raise InputError(f"{what} must hold integer node ids, got dtype {arr.dtype}")
+    if arr.dtype == np.uint64 and int(arr.max()) > MAX_ID:
+        bad = int(np.argmax(arr.max(axis=1) > MAX_ID))
+        raise InputError(f"{what}: node id {int(arr[bad].max())} in row {bad} is out of range [0, 2**62)")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def _bad_id(arr: I64, flat: int, what: str) -> InputError:
+    r, c = divmod(int(flat), 2)
+    return InputError(f"{what}: node id {int(arr[r, c])} in row {r} is out of range [0, 2**62)")
+
+
+def as_edge_array(edges, what: str = "edges") -> I64:
+    """Validate an edge array: integer dtype, shape (m, 2), ids in [0, 2**62)."""
+    arr = _edge_input(edges, what)
     if arr.shape[0] and (arr.min() < 0 or arr.max() > MAX_ID):
-        bad = np.flatnonzero((arr < 0) | (arr > MAX_ID))[0]
-        r, c = divmod(int(bad), 2)
-        raise InputError(f"{what}: node id {int(arr[r, c])} in row {r} is out of range [0, 2**62)")
+        raise _bad_id(arr, np.flatnonzero((arr < 0) | (arr > MAX_ID))[0], what)
     return arr
 
 
@@ -286,7 +295,7 @@ class Graph:
             sym = [ids[n] for n in ("D", "S") if n in ids and n != self.primary]
             plan = ChangePlan(self.store, joins if fusable else [], rels,
                               (self.directed, ids[self.primary], ids.get("O", -1) if self.directed else -1,
-                               *(sym + [-1, -1])[:2]))
+                               *(sym + [-1, -1])[:2]), sets=True)
             plan.fusable = fusable
             if fusable:
                 plan.counts = self._counts
@@ -301,13 +310,15 @@ class Graph:
         nothing.
         """
         t0 = time.perf_counter()
-        ins = _NO_EDGES if inserts is None else as_edge_array(inserts, "inserts")
-        dels = _NO_EDGES if deletes is None else as_edge_array(deletes, "deletes")
+        ins = _NO_EDGES if inserts is None else _edge_input(inserts, "inserts")
+        dels = _NO_EDGES if deletes is None else _edge_input(deletes, "deletes")
         with self.store.lock:
             plan = self._change_plan()
             if plan.fusable and len(ins) + len(dels) <= config.CHANGE_ROWS:
-                (rows, w), outs = plan.run_edges(ins, dels)
-                delta = ZSet(rows, w)
+                bad, primary, outs = plan.run_edges(ins, dels)
+                if bad >= 0:
+                    raise self._bad(ins, dels, bad)
+                delta = ZSet(np.ascontiguousarray(primary[0]), np.ascontiguousarray(primary[1]))
                 changes = {}
                 for (name, v), (k, vw) in zip(self.views.items(), outs):
                     v.last_change = changes[name] = ZSet(k, vw)
@@ -317,16 +328,25 @@ class Graph:
             self.n_ticks += 1
         return Tick(delta, changes, time.perf_counter() - t0)
 
+    @staticmethod
+    def _bad(ins: I64, dels: I64, flat: int) -> InputError:
+        """The error for the id at ``flat`` (a position in ``ins`` then ``dels``, flattened)."""
+        if flat < 2 * len(ins):
+            return _bad_id(ins, flat, "inserts")
+        return _bad_id(dels, flat - 2 * len(ins), "deletes")
+
     def _staged_tick(self, plan: ChangePlan, ins: I64, dels: I64):
         """A tick through one transaction: the delta staged, every view's terms over it."""
-        ch_rel, ch_rows, ch_w, n_primary = plan.edge_changes(ins, dels)
+        bad, ch, n_primary = plan.edge_changes(ins, dels)
+        if bad >= 0:
+            raise self._bad(ins, dels, bad)
         names = sorted(self.active)
         with self.store.transaction() as tx:
-            delta = ZSet(np.ascontiguousarray(ch_rows[:n_primary, :2]), ch_w[:n_primary].copy())
+            delta = ZSet(np.ascontiguousarray(ch[:n_primary, 2:4]), np.ascontiguousarray(ch[:n_primary, 1]))
             for i, name in enumerate(names):
-                sel = ch_rel == i
+                sel = ch[:, 0] == i
                 z = delta if name == self.primary else \
-                    ZSet.from_arrays(ch_rows[sel][:, :2], ch_w[sel], arity=2)
+                    ZSet.from_arrays(ch[sel][:, 2:4], ch[sel][:, 1], arity=2)
                 tx.stage(self.relations[name], z)
             changes = {name: v.join.delta() for name, v in self.views.items()}
             counts = self._counts.copy()

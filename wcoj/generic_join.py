@@ -506,11 +506,6 @@ def term_kinds(n: int, i: int) -> tuple[str, ...]:
     return ("curr",) * i + ("delta",) + ("prev",) * (n - i - 1)
 
 
-# Parts of a view when a tick runs change by change (``change_program``): the index's
-# state, and a one-row trie holding the change (``kernels.tick`` writes it per change).
-_CHANGE_PARTS = {"prev": ("state",), "delta": ("change",), "curr": ("state", "change")}
-
-
 class IncrementalGenericJoin:
     """A conjunctive query over incremental sources, maintained with the telescoping delta rule.
 
@@ -656,25 +651,18 @@ class IncrementalGenericJoin:
         return prog
 
     def change_terms(self) -> list | None:
-        """The delta rule as the change-by-change route runs it (``kernels.tick``), or
-        ``None`` when some term cannot run in the kernels (see ``_fused_layout``).
-
-        Per term ``(source of its delta atom, spec, parts)``: ``spec`` is what
-        ``wcoj.program.TermsProgram`` takes for the term; ``parts`` lists, atom by atom,
-        ``(what, source, columns)``, where ``what`` is ``"state"`` (the index's trie) or
-        ``"change"`` (a one-row trie holding the change being applied): ``prev`` reads the
-        state, ``delta`` the change, ``curr`` both.
-        """
+        """The delta rule as the change-by-change route runs it (``wcoj.tickgen``), or
+        ``None`` when some term cannot (see ``_fused_layout``): per term ``(the source of
+        its delta atom, its atoms as (source, view kind, column order), its plan, the
+        delta atom's index, the level of each output variable)``."""
         terms = self._fused_layout()
         if terms is None:
             return None
         out = []
         for i, (src, spec) in enumerate(terms):
             _, plan = self._spec(term_kinds(len(self.atoms), i), tuple(self.orders[i]))
-            n_parts = tuple(len(_CHANGE_PARTS[kind]) for _, kind, _, _ in spec)
-            term = (plan, self.orders[i], n_parts, [len(cols) for _, _, cols, _ in spec], i)
-            parts = [(what, s, cols) for s, kind, cols, _ in spec for what in _CHANGE_PARTS[kind]]
-            out.append((src, term, parts))
+            atoms = [(s, kind, cols) for s, kind, cols, _ in spec]
+            out.append((src, atoms, plan, i, [list(self.orders[i]).index(v) for v in self.output]))
         return out
 
     def rows_change(self, keys, w) -> ZSet:

@@ -38,7 +38,7 @@ import numpy.typing as npt
 from wcoj.kernels import memory as m
 from wcoj.kernels.store import fill, walk
 
-__all__ = ["TrieTable", "MutableTable", "ChangeTable", "TableBlock", "Stack", "compact_size", "TABLE_FIELDS"]
+__all__ = ["TrieTable", "MutableTable", "TableBlock", "Stack", "compact_size", "TABLE_FIELDS"]
 
 I64 = npt.NDArray[np.int64]
 TABLE_FIELDS = m.TABLE_FIELDS
@@ -289,41 +289,6 @@ class MutableTable(_Table):
 
     def nbytes(self) -> int:
         return int(sum(a.nbytes for level in self.arrays for a in level))
-
-
-class ChangeTable(_Table):
-    """A one-row trie whose table rows live in ``block``: the change a tick applies, which
-    ``kernels.tick`` writes into it (values, weight, and level 0's size 1) before each
-    change's terms run, and empties (size 0) after them."""
-
-    __slots__ = ("block", "offset", "_arity", "buf")
-
-    def __init__(self, block: TableBlock, arity: int):
-        self.block, self._arity = block, arity
-        self.offset = block.alloc(arity)
-        self.buf = np.zeros(compact_size(1, arity), dtype=np.int64)
-        base = _addr(self.buf)
-        T = _empty_table(arity)
-        for j in range(arity):
-            T[j, m.V] = base + 8 * j
-            T[j, m.ROOM] = T[j, m.LIVE] = T[j, m.USED] = 1
-            if j < arity - 1:
-                self.buf[arity + 2 * j + 1] = 1  # offsets [0, 1]: the one child
-                T[j, m.LO] = base + 8 * (arity + 2 * j)
-                T[j, m.HI] = T[j, m.LO] + 8
-            else:
-                T[j, m.LO] = base + 8 * (arity + 2 * (arity - 1))
-        T[-1, m.NONUNIT] = 1  # (N stays 0, an empty trie, until the kernel writes a change)
-        block.keep[self.offset] = (self.buf,)
-        self.table[:] = T
-
-    @property
-    def table(self) -> I64:
-        return self.block.array[self.offset:self.offset + self._arity]
-
-    @property
-    def arity(self) -> int:
-        return self._arity
 
 
 class Stack:

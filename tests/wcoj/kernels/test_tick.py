@@ -1,4 +1,4 @@
-"""The change-by-change tick (``kernels.tick`` through ``indexes.transaction.ChangePlan``)
+"""The change-by-change tick (``wcoj.tickgen``'s kernels through ``indexes.transaction.ChangePlan``)
 against the staged delta rule and against recomputation: random Z-set changes with
 multiplicities and deletes over several relations of different arities, tries that run
 out of room in the middle of a tick, and an overflow that undoes the whole tick.
@@ -48,14 +48,9 @@ def build(name):
 
 
 def change_list(dR, dS):
-    rows, rel, w = [], [], []
-    for i, d in enumerate((dR, dS)):
-        for r, x in sorted(d.items()):
-            rows.append(list(r) + [0] * (3 - len(r)))
-            rel.append(i)
-            w.append(x)
-    return (np.array(rel, dtype=np.int64), np.array(rows, dtype=np.int64).reshape(-1, 3),
-            np.array(w, dtype=np.int64))
+    """The changes as ``ChangePlan.run`` takes them: rows ``(relation, weight, row...)``."""
+    rows = [[i, x] + list(r) + [0] * (3 - len(r)) for i, d in enumerate((dR, dS)) for r, x in sorted(d.items())]
+    return np.array(rows, dtype=np.int64).reshape(-1, 5)
 
 
 @pytest.mark.parametrize("growth", ["as usual", "tight"])
@@ -72,7 +67,7 @@ def test_change_by_change_equals_the_staged_delta_and_recomputation(growth, arg)
         plan = ChangePlan(a_store, [a_join], [a_rels["R"], a_rels["S"]])
         data = {"R": {}, "S": {}}
         for dR, dS in ticks:
-            (keys, w), = plan.run(*change_list(dR, dS))
+            (keys, w), = plan.run(change_list(dR, dS))
             got = ZSet(keys, w)
             with b_store.transaction() as tx:
                 tx.stage(b_rels["R"], ZSet.from_dict(dR, arity=2))
@@ -92,10 +87,9 @@ def test_an_overflow_undoes_the_whole_tick():
     rels["R"].load(ZSet.from_dict({(1, 2): 2**62, (1, 3): 2**62, (5, 6): 1}))
     plan = ChangePlan(store, [join], [rels["R"], rels["S"]])
     before = {cols: idx.trie.to_zset() for cols, idx in rels["R"].indexes.items()}
-    rel, rows, w = change_list({(5, 7): 1, (2, 3): 1, (6, 7): 1}, {})
     with pytest.raises(WeightOverflowError, match="undone"):
-        plan.run(rel, rows, w)                       # (2, 3) closes 1-2-3: 2**62 * 2**62
+        plan.run(change_list({(5, 7): 1, (2, 3): 1, (6, 7): 1}, {}))   # (2, 3) closes 1-2-3: 2**62 * 2**62
     assert {cols: idx.trie.to_zset() for cols, idx in rels["R"].indexes.items()} == before
     assert plan.counts.tolist() == [0, 0]
-    (keys, weights), = plan.run(*change_list({(5, 7): 1, (6, 7): 1}, {}))
+    (keys, weights), = plan.run(change_list({(5, 7): 1, (6, 7): 1}, {}))
     assert ZSet(keys, weights).to_dict() == {(5, 6, 7): 1}
