@@ -7,6 +7,7 @@
 """
 
 from indexes.index import IncrementalIndex, Relation
+from indexes.transaction import Store, Transaction
 from indexes.trie import Trie, TrieView
 
-__all__ = ["Trie", "TrieView", "IncrementalIndex", "Relation"]
+__all__ = ["Trie", "TrieView", "IncrementalIndex", "Relation", "Store", "Transaction"]

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexes import Relation
+from indexes import Store
 from tests import reference_joins as ref
 from wcoj.circuit import Circuit
 from wcoj.errors import CircuitError, WeightOverflowError
@@ -28,7 +28,7 @@ def triangle_circuit():
     lab = c.source(arity=2, name="labels")
     # edges labelled 0 at their source only, composed with a filter before the join
     op = MultiwayJoin([2, 2], [(0, ("a", "b")), (0, ("b", "c")), (0, ("c", "a")), (1, ("a", 0))],
-                      ["a", "b", "c"], make_source=Relation)
+                      ["a", "b", "c"], store=Store())
     j = c.add(op, e.filter(lambda k: k[:, 0] != k[:, 1]), lab)
     c.sink(j, name="delta")
     c.sink(j.integrate(), name="total")
@@ -69,8 +69,8 @@ def test_wiring_errors():
     c = Circuit()
     e = c.source(arity=3, name="e")
     with pytest.raises(CircuitError):
-        c.add(MultiwayJoin([2, 2], [(0, ("a", "b")), (1, ("b", "c"))], ["a"], make_source=Relation), e)
+        c.add(MultiwayJoin([2, 2], [(0, ("a", "b")), (1, ("b", "c"))], ["a"], store=Store()), e)
     with pytest.raises(Exception, match="arity"):
-        c.add(MultiwayJoin([2], [(0, ("a", "b"))], ["a"], make_source=Relation), e)
+        c.add(MultiwayJoin([2], [(0, ("a", "b"))], ["a"], store=Store()), e)
     with pytest.raises(CircuitError, match="input 3"):
-        MultiwayJoin([2], [(3, ("a", "b"))], ["a"], make_source=Relation)
+        MultiwayJoin([2], [(3, ("a", "b"))], ["a"], store=Store())
