@@ -40,7 +40,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from indexes.index import Relation
-from wcoj.errors import WeightOverflowError
+from wcoj.errors import WeightOverflowError, as_interrupt
 from wcoj.kernels.tick import NEED_ROOM, OK, edge_changes
 from wcoj.program import pack
 from wcoj.tables import TableBlock
@@ -109,12 +109,14 @@ class Transaction:
                 self.rollback()
         finally:
             self.store.lock.release()
+        if exc is not None and as_interrupt(exc) is not exc:
+            raise KeyboardInterrupt from None  # Ctrl-C met inside a kernel: say so
 
     def stage(self, relation: Relation, delta: ZSet) -> None:
         """Stage ``delta`` on every index of ``relation`` (a failure stages nothing)."""
-        relation.stage(delta)
         if relation not in self.staged:
-            self.staged.append(relation)
+            self.staged.append(relation)  # first: an interrupt inside stage is rolled back too
+        relation.stage(delta)
 
     def commit(self, then=None) -> None:
         """Apply every staged change in place, then call ``then()``; Ctrl-C waits."""
@@ -126,10 +128,12 @@ class Transaction:
             self.done = True
 
     def rollback(self) -> None:
-        for rel in self.staged:
-            rel.rollback()
-        self.staged = []
-        self.done = True
+        """Forget every staged change (Ctrl-C waits)."""
+        with deferred_interrupts():
+            for rel in self.staged:
+                rel.rollback()
+            self.staged = []
+            self.done = True
 
 
 class ChangePlan:

@@ -27,7 +27,7 @@ from tqdm import tqdm
 from queries.graph import Graph, settle_heap, warm_up
 from queries.graphio import read_changes, read_edges
 from queries.patterns import PATTERN_NAMES, Pattern, by_name
-from wcoj.errors import InputError, WcojError
+from wcoj.errors import InputError, WcojError, as_interrupt
 from wcoj.zset import ZSet
 
 __all__ = ["main", "build_parser"]
@@ -131,6 +131,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(str(exc) if isinstance(exc, WcojError) else f"{exc.strerror}: {exc.filename}")
         return 2
     except KeyboardInterrupt:
+        print("wcoj: interrupted", file=sys.stderr)
+        return 130
+    except SystemError as exc:  # Ctrl-C inside a compiled kernel
+        if as_interrupt(exc) is exc:
+            raise
         print("wcoj: interrupted", file=sys.stderr)
         return 130
 

@@ -33,6 +33,7 @@ The graph is safe to share between threads: one lock serialises its reads and ti
 from __future__ import annotations
 
 import atexit
+import functools
 import gc
 import time
 from dataclasses import dataclass, field
@@ -40,10 +41,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from indexes.transaction import ChangePlan, Store
+from indexes.transaction import ChangePlan, Store, deferred_interrupts
 from queries.patterns import Pattern, by_name
 from wcoj import config
-from wcoj.errors import InputError, QueryError
+from wcoj.errors import InputError, QueryError, as_interrupt
 from wcoj.generic_join import IncrementalGenericJoin
 from wcoj.zset import ZSet
 
@@ -54,6 +55,20 @@ MAX_ID = (1 << 62) - 1
 _OPS = {"<": np.less, "!=": np.not_equal}
 _NO_EDGES = np.zeros((0, 2), dtype=np.int64)
 _NO_EDGES.flags.writeable = False
+
+
+def _interruptible(method):
+    """``method`` raising ``KeyboardInterrupt`` where Ctrl-C met a compiled kernel (which
+    reports it as a ``SystemError``; see ``wcoj.errors.as_interrupt``)."""
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except SystemError as exc:
+            if as_interrupt(exc) is exc:
+                raise
+            raise KeyboardInterrupt from None
+    return wrapper
 
 
 def _edge_input(edges, what: str) -> I64:
@@ -211,6 +226,7 @@ class Graph:
         return int(self._counts[-1])
 
     # ------------------------------------------------------------------ loading
+    @_interruptible
     def load_edges(self, edges) -> None:
         """Bulk-load edges into an empty graph (or apply them as one tick if views exist)."""
         arr = as_edge_array(edges)
@@ -250,6 +266,7 @@ class Graph:
                 self._plan = None
 
     # ------------------------------------------------------------------ views
+    @_interruptible
     def view(self, pattern: str | Pattern, name: str | None = None, orders=None) -> GraphView:
         """Register (or return) a view of ``pattern`` (a ``Pattern`` or a name like ``"4-cycle"``)."""
         p = by_name(pattern) if isinstance(pattern, str) else pattern
@@ -266,6 +283,7 @@ class Graph:
             self._plan = None
             return v
 
+    @_interruptible
     def count(self, pattern: str | Pattern) -> int:
         """The pattern's count on the current graph, without registering a view.
 
@@ -302,6 +320,7 @@ class Graph:
             self._plan = plan
         return plan
 
+    @_interruptible
     def apply(self, inserts=None, deletes=None) -> Tick:
         """Apply one tick of edge inserts and deletes; return every view's change.
 
@@ -315,14 +334,16 @@ class Graph:
         with self.store.lock:
             plan = self._change_plan()
             if plan.fusable and len(ins) + len(dels) <= config.CHANGE_ROWS:
-                bad, primary, outs = plan.run_edges(ins, dels)
+                with deferred_interrupts():  # the kernel commits in place: the tick is done then
+                    bad, primary, outs = plan.run_edges(ins, dels)
+                    if bad < 0:
+                        delta = ZSet(np.ascontiguousarray(primary[0]), np.ascontiguousarray(primary[1]))
+                        changes = {}
+                        for (name, v), (k, vw) in zip(self.views.items(), outs):
+                            v.last_change = changes[name] = ZSet(k, vw)
+                        self.n_change_ticks += 1
                 if bad >= 0:
                     raise self._bad(ins, dels, bad)
-                delta = ZSet(np.ascontiguousarray(primary[0]), np.ascontiguousarray(primary[1]))
-                changes = {}
-                for (name, v), (k, vw) in zip(self.views.items(), outs):
-                    v.last_change = changes[name] = ZSet(k, vw)
-                self.n_change_ticks += 1
             else:
                 delta, changes = self._staged_tick(plan, ins, dels)
             self.n_ticks += 1
@@ -371,6 +392,7 @@ class Graph:
         """Bytes held by all indexes of all relations."""
         return sum(self.relations[n].nbytes() for n in self.active)
 
+    @_interruptible
     def check_views(self) -> None:
         """Raise ``QueryError`` unless every view's count equals a recomputation."""
         with self.store.lock:

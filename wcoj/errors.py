@@ -42,6 +42,7 @@ __all__ = [
     "CircuitError",
     "WeightOverflowError",
     "PerformanceWarning",
+    "as_interrupt",
 ]
 
 
@@ -114,3 +115,24 @@ class WeightOverflowError(WcojError, OverflowError):
 
 class PerformanceWarning(UserWarning):
     """The engine chose a slow path (e.g. fell back to a binary join plan)."""
+
+
+def as_interrupt(exc: BaseException) -> BaseException:
+    """``exc``, or a ``KeyboardInterrupt`` when ``exc`` is how a compiled call reported
+    one: Ctrl-C landing while a Numba kernel runs surfaces as a ``SystemError`` ("returned
+    a result with an exception set") whose cause is the ``KeyboardInterrupt``.
+
+    >>> try:
+    ...     raise SystemError("returned a result with an exception set") from KeyboardInterrupt()
+    ... except SystemError as e:
+    ...     type(as_interrupt(e)).__name__
+    'KeyboardInterrupt'
+    """
+    seen = exc
+    for _ in range(8):
+        if isinstance(seen, KeyboardInterrupt):
+            return seen if seen is exc else KeyboardInterrupt()
+        if not isinstance(seen, SystemError) or (seen.__cause__ or seen.__context__) is None:
+            return exc
+        seen = seen.__cause__ or seen.__context__
+    return exc

@@ -16,7 +16,7 @@ affinity: ``taskset``, cgroups), and a job goes to the helpers of the CPUs other
 caller's. Where the CPU of a thread cannot be read (not Linux), the helpers are not
 pinned.
 
-Relies on the standard library only. Used by ``wcoj.generic_join`` (a tick's delta
+Relies on the standard library and ``wcoj.errors``. Used by ``wcoj.generic_join`` (a tick's delta
 terms) and ``indexes.index`` (a large change staged on every index at once).
 
 >>> run_shares(lambda i: i * i, 5, 2)
@@ -31,6 +31,8 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+
+from wcoj.errors import as_interrupt
 
 __all__ = ["run_shares"]
 
@@ -111,15 +113,20 @@ def run_shares(fn: Callable[[int], object], n: int, threads: int) -> list:
             try:
                 results[i] = fn(i)
             except BaseException as e:  # noqa: BLE001 - re-raised below, after every share stopped
-                errors[i] = e
+                errors[i] = as_interrupt(e)
 
     helpers = _helpers(min(threads, n) - 1) if not getattr(_LOCAL, "helper", False) else []
     futures: list[Future] = [h.submit(work) for h in helpers]
     try:
         work()
     finally:
-        for f in futures:
-            f.result()
+        for f in futures:  # every helper is done before this returns or raises
+            while True:
+                try:
+                    f.result()  # ``work`` raises nothing: only this wait is interrupted
+                    break
+                except BaseException as e:  # noqa: BLE001 - Ctrl-C: stop the shares, keep waiting
+                    errors.setdefault(-1, e)
     if errors:
         raise errors[min(errors)]
     return results
