@@ -33,40 +33,77 @@ Relies on ``indexes.index`` and ``wcoj`` (tables, the tick compiler and kernels)
 
 from __future__ import annotations
 
+import _signal
 import signal
 import threading
-from contextlib import contextmanager
+import time
 
 import numpy as np
 
 from indexes.index import Relation
 from wcoj.errors import WeightOverflowError, as_interrupt
-from wcoj.kernels.tick import NEED_ROOM, OK, edge_changes
+from wcoj.kernels.tick import NEED_ROOM, OK, cycle_rate, edge_changes
 from wcoj.program import pack
 from wcoj.tables import TableBlock
 from wcoj.tickgen import AtomSpec, TermSpec, compile_plan, rows_of
 from wcoj.zset import ZSet
 
-__all__ = ["Store", "Transaction", "ChangePlan", "deferred_interrupts"]
+__all__ = ["Store", "Transaction", "ChangePlan", "deferred_interrupts", "interrupts_default"]
 
 
-@contextmanager
-def deferred_interrupts():
+class deferred_interrupts:  # noqa: N801 - used like a function: ``with deferred_interrupts():``
     """Hold back Ctrl-C (SIGINT) inside the block; raise its ``KeyboardInterrupt`` when
     the block is done. Only the main thread receives signals, so elsewhere (and where a
-    program installed its own handler) this does nothing."""
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        yield
-        return
-    caught = []
-    old = signal.signal(signal.SIGINT, lambda *a: caught.append(a))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
-        if caught:
-            raise KeyboardInterrupt
+    program installed its own handler) this does nothing; blocks nest.
+
+    Every small tick enters one, and swapping signal handlers costs two system calls
+    (over a microsecond), so the first block replaces Python's default SIGINT handler
+    once by ``_int_handler``, which acts exactly like it (raises ``KeyboardInterrupt``)
+    except inside a block, where it notes the interrupt for the block's end.
+    """
+
+    __slots__ = ("active",)
+
+    def __enter__(self):
+        self.active = False
+        if _STATE[0] or _get_ident() != _MAIN_IDENT:
+            return self
+        handler = _getsignal(_SIGINT)
+        if handler is not _int_handler:
+            if handler is not _default_int_handler:
+                return self
+            _signal.signal(_SIGINT, _int_handler)
+        _STATE[0] = self.active = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.active:
+            _STATE[0] = False
+            if _STATE[1]:
+                _STATE[1] = False
+                raise KeyboardInterrupt
+
+
+def _int_handler(signum, frame) -> None:
+    """Python's default SIGINT behaviour, held back inside ``deferred_interrupts``."""
+    if _STATE[0]:
+        _STATE[1] = True
+    else:
+        raise KeyboardInterrupt
+
+
+_STATE = [False, False]  # inside a block; an interrupt came meanwhile
+_MAIN_IDENT = threading.main_thread().ident
+_get_ident = threading.get_ident
+_getsignal = _signal.getsignal
+_SIGINT = int(signal.SIGINT)
+_default_int_handler = signal.default_int_handler
+
+
+def interrupts_default() -> bool:
+    """Whether SIGINT does what Python does by default (raise ``KeyboardInterrupt``),
+    through Python's handler or ``deferred_interrupts``'."""
+    return _getsignal(_SIGINT) in (_default_int_handler, _int_handler)
 
 
 class Store:
@@ -185,6 +222,7 @@ class ChangePlan:
         self.kernels = compile_plan(terms, max_arity, max(self.widths, default=1))
         self.rows = np.array(rows_of(terms), dtype=np.int64)
         self.counts = np.zeros(len(self.joins) + 1, dtype=np.int64)
+        self._dcounts = np.zeros(len(self.joins) + 1, dtype=np.int64)  # run_edges' scratch
         self.generation = store.block.generation
 
     def current(self) -> bool:
@@ -202,14 +240,51 @@ class ChangePlan:
         ``(bad, primary changes as (rows, weights), per view (keys, weights))``; ``bad``
         >= 0 names an id out of range (flat position in ``ins`` then ``dels``; nothing
         done). The counts are updated. Raises ``WeightOverflowError`` (nothing changed)."""
-        dcounts = np.zeros_like(self.counts)
-        bad, n_primary, ch, *out = self.kernels.edge_run(self.store.block.array, self.layout, self.rows, ins, dels,
-                                                         dcounts, self.counts, self.sets)
+        dcounts = self._dcounts
+        dcounts.fill(0)
+        bad, n_primary, ch, status, *out = self.kernels.edge_run(self.store.block.array, self.layout, self.rows, ins,
+                                                                 dels, dcounts, self.counts, self.sets)
         if bad >= 0:
             return bad, None, None
-        if out[0] != OK:
-            out = self._resume(out, ch, dcounts)
-        return -1, (ch[:n_primary, 2:4], ch[:n_primary, 1]), self._split(out[5])
+        if status != OK:
+            out = self._resume((status, *out), ch, dcounts)[1:]
+        return -1, (ch[:n_primary, 2:4], ch[:n_primary, 1]), self._split(out[4])
+
+    def run_stream(self, edges: np.ndarray, bounds: np.ndarray, tcounts: np.ndarray, seconds: np.ndarray):
+        """Ticks of edge changes, each as ``run_edges`` does it, in as few kernel calls as
+        the tries' growth allows: tick ``t`` inserts ``edges[bounds[t, 0]:bounds[t, 1]]``
+        and deletes ``edges[bounds[t, 1]:bounds[t, 2]]``; ``tcounts[t]`` gets the counts
+        after it, ``seconds[t]`` its time (from the cycle counter read inside the kernel
+        between ticks, plus any growth of a trie in Python). Returns ``(t, bad, rows)``: ``t`` the first tick not done (``len(bounds)``
+        when all are), ``bad`` >= 0 an id out of range in it (its flat position in the
+        tick's inserts then deletes), ``rows`` the changes ``(tick, view, weight,
+        keys...)`` of the ticks done. Raises ``WeightOverflowError`` for tick ``t``
+        (``.done_ticks``, ``.done_rows``: what was done before it)."""
+        parts, t, n = [], 0, len(bounds)
+        stamps = np.zeros((n, 2), dtype=np.int64)
+        dcounts = np.zeros_like(self.counts)
+        B = self.store.block.array
+        while t < n:
+            t, bad, n_primary, ch, *out, done = self.kernels.stream_run(
+                B, self.layout, self.rows, edges, bounds, t, dcounts, self.counts, self.sets, tcounts, stamps)
+            parts.append(done)
+            if t == n or bad >= 0:
+                break
+            r0 = time.perf_counter()
+            try:
+                out = self._resume(out, ch, dcounts)  # grow the tries, finish tick t
+            except WeightOverflowError as e:
+                e.done_ticks, e.done_rows = t, _cat(parts, self.widths)
+                seconds[:t] = (stamps[:t, 1] - stamps[:t, 0]) / cycle_rate()
+                raise
+            stamps[t, 1] += int((time.perf_counter() - r0) * cycle_rate())
+            tcounts[t] = self.counts
+            tick = out[5]
+            parts.append(np.concatenate([np.full((len(tick), 1), t, dtype=np.int64), tick], axis=1))
+            t += 1
+            B = self.store.block.array  # growth may have moved the block
+        seconds[:t] = (stamps[:t, 1] - stamps[:t, 0]) / cycle_rate()
+        return t, bad if t < n else -1, _cat(parts, self.widths)
 
     def run(self, ch: np.ndarray):
         """A tick of prepared changes: rows ``(relation id, weight, row...)`` (the row in
@@ -248,7 +323,15 @@ class ChangePlan:
         """Per view ``(keys, weights)`` of the consolidated rows ``(view, weight,
         keys...)`` (sorted by view)."""
         if len(self.joins) == 1:
-            return [(np.ascontiguousarray(out[:, 2:2 + self.widths[0]]), np.ascontiguousarray(out[:, 1]))]
+            return ((out[:, 2:2 + self.widths[0]].copy(), out[:, 1].copy()),)
         bounds = np.searchsorted(out[:, 0], np.arange(len(self.joins) + 1))
         return [(np.ascontiguousarray(out[bounds[v]:bounds[v + 1], 2:2 + self.widths[v]]),
                  np.ascontiguousarray(out[bounds[v]:bounds[v + 1], 1])) for v in range(len(self.joins))]
+
+
+def _cat(parts: list, widths: list[int]) -> np.ndarray:
+    """``parts`` (rows ``(tick, view, weight, keys...)``) as one array."""
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return np.zeros((0, 3 + max(widths, default=1)), dtype=np.int64)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)

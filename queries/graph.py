@@ -36,6 +36,7 @@ import atexit
 import functools
 import gc
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,12 +44,13 @@ import numpy.typing as npt
 
 from indexes.transaction import ChangePlan, Store, deferred_interrupts
 from queries.patterns import Pattern, by_name
+from queries.stream import StreamError, StreamResult, as_rows, run_chunk
 from wcoj import config
-from wcoj.errors import InputError, QueryError, as_interrupt
+from wcoj.errors import InputError, QueryError, WeightOverflowError, as_interrupt
 from wcoj.generic_join import IncrementalGenericJoin
 from wcoj.zset import ZSet
 
-__all__ = ["Graph", "GraphView", "Tick", "as_edge_array", "settle_heap", "warm_up", "MAX_ID"]
+__all__ = ["Graph", "GraphView", "Tick", "StreamResult", "StreamError", "as_edge_array", "settle_heap", "warm_up", "MAX_ID"]
 
 I64 = npt.NDArray[np.int64]
 MAX_ID = (1 << 62) - 1
@@ -332,12 +334,14 @@ class Graph:
         ins = _NO_EDGES if inserts is None else _edge_input(inserts, "inserts")
         dels = _NO_EDGES if deletes is None else _edge_input(deletes, "deletes")
         with self.store.lock:
-            plan = self._change_plan()
+            plan = self._plan
+            if plan is None or not plan.current():
+                plan = self._change_plan()
             if plan.fusable and len(ins) + len(dels) <= config.CHANGE_ROWS:
                 with deferred_interrupts():  # the kernel commits in place: the tick is done then
                     bad, primary, outs = plan.run_edges(ins, dels)
                     if bad < 0:
-                        delta = ZSet(np.ascontiguousarray(primary[0]), np.ascontiguousarray(primary[1]))
+                        delta = ZSet(primary[0].copy(), primary[1].copy())
                         changes = {}
                         for (name, v), (k, vw) in zip(self.views.items(), outs):
                             v.last_change = changes[name] = ZSet(k, vw)
@@ -348,6 +352,82 @@ class Graph:
                 delta, changes = self._staged_tick(plan, ins, dels)
             self.n_ticks += 1
         return Tick(delta, changes, time.perf_counter() - t0)
+
+    def stream(self, changes) -> Iterator[StreamResult]:
+        """Apply a stream of ticks; yield one ``StreamResult`` per chunk of it (see
+        ``queries.stream``). ``changes``: an int array of rows ``(tick, op, src, dst)``
+        (op +1 insert, -1 delete; ticks non-decreasing, each tick's rows together), a
+        list of ``(inserts, deletes)`` pairs (tick ids 0, 1, ...), or an iterator of row
+        arrays. Each tick is one ``apply``: set semantics, deletes after inserts, all or
+        nothing. A bad row raises ``StreamError`` (an ``InputError``) after the result
+        of the ticks before it in its chunk was yielded (also the error's ``done``);
+        nothing of its tick is applied.
+
+        >>> g = Graph(); _ = g.view("triangle")
+        >>> [r.counts["triangle"].tolist() for r in g.stream([([(1, 2), (2, 3)], None), ([(1, 3)], None)])]
+        [[0, 1]]
+        """
+        empty_ok = isinstance(changes, (list, tuple))
+        carry, carry_pos, last = None, 0, None
+        for pos, rows in as_rows(changes):
+            if carry is not None and len(carry):
+                rows, pos = np.concatenate([carry, rows]), carry_pos
+            carry = None
+            if len(rows):  # the last tick may go on in the next chunk: keep it back
+                other = np.flatnonzero(rows[:, 0] != rows[-1, 0])
+                start = int(other[-1]) + 1 if len(other) else 0
+                carry, carry_pos, rows = rows[start:], pos + start, rows[:start]
+            with self.store.lock:
+                result, error = run_chunk(self, rows, pos, empty_ok, last)
+            if len(result):
+                last = int(result.ticks[-1])
+                yield result
+            if error is not None:
+                raise error
+        if carry is not None and len(carry):
+            with self.store.lock:
+                result, error = run_chunk(self, carry, carry_pos, empty_ok, last)
+            if len(result):
+                yield result
+            if error is not None:
+                raise error
+
+    def apply_stream(self, changes) -> StreamResult:
+        """``stream(changes)``'s results as one ``StreamResult`` (a bad row raises
+        ``StreamError`` whose ``done`` holds the results of the ticks before it).
+
+        >>> g = Graph(); _ = g.view("triangle")
+        >>> r = g.apply_stream(np.array([[5, 1, 1, 2], [5, 1, 2, 3], [6, 1, 3, 1], [7, -1, 1, 2]]))
+        >>> r.ticks.tolist(), r.counts["triangle"].tolist(), r.counts["edges"].tolist()
+        ([5, 6, 7], [0, 1, 0], [2, 3, 2])
+        """
+        parts = []
+        try:
+            for r in self.stream(changes):
+                parts.append(r)
+        except StreamError as e:
+            e.done = StreamResult.concat(parts) if parts else e.done  # the failing chunk's was yielded
+            raise
+        if not parts:
+            return run_chunk(self, np.zeros((0, 4), dtype=np.int64), 0, False, None)[0]
+        return StreamResult.concat(parts)
+
+    def _stream_ticks(self, edges: I64, bounds: I64, tcounts: I64, seconds):
+        """Ticks of a stream through the change-by-change plan (``ChangePlan.run_stream``):
+        ``(ticks done, bad id position or -1, rows (tick, view, weight, keys...), a
+        WeightOverflowError or None)``; the counts are the graph's."""
+        plan = self._change_plan()
+        n = len(bounds)
+        try:
+            with deferred_interrupts():
+                t, bad, rows = plan.run_stream(edges, bounds, tcounts, seconds)
+                self.n_ticks += t
+                self.n_change_ticks += t
+        except WeightOverflowError as e:
+            self.n_ticks += e.done_ticks
+            self.n_change_ticks += e.done_ticks
+            return e.done_ticks, -1, e.done_rows, e
+        return t, bad if t < n else -1, rows, None
 
     @staticmethod
     def _bad(ins: I64, dels: I64, flat: int) -> InputError:

@@ -185,11 +185,6 @@ def _merge_plus(a_keys: I64, a_weights: I64, b_keys: I64, b_weights: I64) -> tup
 _EMPTIES: dict = {}  # ZSet.empty per arity
 
 
-def _frozen(a: np.ndarray) -> np.ndarray:
-    a.flags.writeable = False
-    return a
-
-
 class ZSet:
     """A consolidated Z-set of int64 rows with int64 weights.
 
@@ -206,8 +201,10 @@ class ZSet:
     __slots__ = ("keys", "weights")
 
     def __init__(self, keys: I64, weights: I64):
-        self.keys: I64 = _frozen(keys)
-        self.weights: I64 = _frozen(weights)
+        keys.setflags(write=False)  # inline: every tick makes a few
+        weights.setflags(write=False)
+        self.keys: I64 = keys
+        self.weights: I64 = weights
 
     # ---------------------------------------------------------------- construction
     @classmethod

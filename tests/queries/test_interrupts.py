@@ -19,15 +19,14 @@ import numpy as np
 import pytest
 
 from indexes.index import IncrementalIndex, Relation
-from indexes.transaction import ChangePlan, Transaction
+from indexes.transaction import ChangePlan, Transaction, interrupts_default
 from indexes.trie import Trie
 from queries.graph import Graph
 from wcoj import config
 from wcoj import program as join_program
 from wcoj.generic_join import IncrementalGenericJoin
 
-pytestmark = pytest.mark.skipif(signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
-                                reason="the test runner handles SIGINT itself")
+pytestmark = pytest.mark.skipif(not interrupts_default(), reason="the test runner handles SIGINT itself")
 
 # (owner, method): every step of a tick a Ctrl-C can land in
 STEPS = [(ChangePlan, "run_edges"), (ChangePlan, "edge_changes"), (Transaction, "stage"),

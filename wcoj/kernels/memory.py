@@ -19,13 +19,14 @@ while a kernel runs.
 """
 
 import ctypes
+import time
 
 from llvmlite import ir
 from numba import config, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["load", "store", "prefetch", "row_kernel", "inlined", "TABLE_FIELDS", "V", "N", "LO", "HI", "BASE", "DENSE", "CAP",
+__all__ = ["load", "store", "prefetch", "cycles", "row_kernel", "inlined", "TABLE_FIELDS", "V", "N", "LO", "HI", "BASE", "DENSE", "CAP",
            "USED", "DEAD", "ROOM", "LIVE", "MINV", "MAXV", "NONUNIT"]
 
 # A trie of arity r is described to the kernels by a table int64[r, TABLE_FIELDS], one row
@@ -74,6 +75,9 @@ if config.DISABLE_JIT:
 
     def prefetch(addr):
         pass
+
+    def cycles():
+        return time.perf_counter_ns()
 else:
     @intrinsic
     def load(typingctx, addr, i):
@@ -102,3 +106,14 @@ else:
             builder.call(fn, [builder.inttoptr(args[0], i8p), i32(0), i32(3), i32(1)])
             return context.get_dummy_value()
         return types.void(types.int64), codegen
+
+    @intrinsic
+    def cycles(typingctx):
+        """The CPU's cycle counter (``llvm.readcyclecounter``; on x86 the TSC, which ticks
+        at a constant rate): for timestamps inside a kernel, scaled to seconds by the
+        caller against a clock read around the call."""
+        def codegen(context, builder, signature, args):
+            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.IntType(64), []),
+                                                "llvm.readcyclecounter")
+            return builder.call(fn, [])
+        return types.int64(), codegen
