@@ -29,9 +29,11 @@ that either reads it or names the file, the 1-based line and its text.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import re
+import secrets
 from collections.abc import Iterable, Iterator
 
 import numpy as np
@@ -538,29 +540,95 @@ def write_changes(path: str | os.PathLike,
                   ticks: Iterable[tuple[int, npt.ArrayLike, npt.ArrayLike]]) -> int:
     """Write ``(tick, inserts, deletes)`` as lines ``TICK + SRC DST`` then ``TICK - SRC DST``.
 
-    Gzip-compressed when ``path`` ends in ``.gz``. Written beside ``path`` and renamed, so
-    a failure leaves no partial file. Returns the number of lines written.
+    Gzip-compressed when ``path`` ends in ``.gz``. Returns the number of lines written.
+    The file appears whole or not at all: it is written to a hidden temporary beside
+    ``path`` (``.NAME.PID.RANDOM.tmp``, which no reader looking for ``NAME`` or for
+    ``*.gz`` picks up), flushed to disk with ``fsync``, renamed over ``path``, and the
+    folder is fsynced so the rename survives a crash. An exception removes the
+    temporary; a writer killed outright (SIGKILL, power loss) leaves it behind, and the
+    next ``write_changes`` to the same ``path`` removes it once its process is gone.
+
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> write_changes(os.path.join(d, "c.txt"), [(1, [[1, 2]], [[2, 3]]), (2, [], [[1, 2]])])
+    3
+    >>> print(open(os.path.join(d, "c.txt")).read(), end=""); os.listdir(d)
+    1 + 1 2
+    1 - 2 3
+    2 - 1 2
+    ['c.txt']
     """
     path = os.fspath(path)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    n_lines = 0
-    opener = gzip.open if path.endswith(".gz") else open
+    folder, base = os.path.split(os.path.abspath(path))
+    _remove_stale_temps(folder, base)
+    tmp = os.path.join(folder, f".{base}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        with opener(tmp, "wb") as fh:
-            for tick, inserts, deletes in ticks:
-                for sign, edges in ((b"+", inserts), (b"-", deletes)):
-                    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-                    if not len(e):
-                        continue
-                    prefix = b"%d %s " % (int(tick), sign)
-                    body = b"\n".join(prefix + b"%d %d" % (int(a), int(b)) for a, b in e.tolist())
-                    fh.write(body + b"\n")
-                    n_lines += len(e)
+        with open(tmp, "xb") as raw:
+            if path.endswith(".gz"):
+                with gzip.GzipFile(filename=base, mode="wb", fileobj=raw) as fh:
+                    n_lines = _write_lines(fh, ticks)
+            else:
+                n_lines = _write_lines(raw, ticks)
+            raw.flush()
+            os.fsync(raw.fileno())
         os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        raise
+    _fsync_folder(folder)
     return n_lines
+
+
+def _write_lines(fh, ticks: Iterable[tuple[int, npt.ArrayLike, npt.ArrayLike]]) -> int:
+    n_lines = 0
+    for tick, inserts, deletes in ticks:
+        for sign, edges in ((b"+", inserts), (b"-", deletes)):
+            e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+            if not len(e):
+                continue
+            prefix = b"%d %s " % (int(tick), sign)
+            fh.write(b"\n".join(prefix + b"%d %d" % (a, b) for a, b in e.tolist()) + b"\n")
+            n_lines += len(e)
+    return n_lines
+
+
+def _remove_stale_temps(folder: str, base: str) -> None:
+    """Remove ``write_changes`` temporaries of ``base`` whose writer process is gone."""
+    prefix = f".{base}."
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(".tmp")]
+    except OSError:
+        return
+    for n in names:
+        pid = n[len(prefix):-len(".tmp")].split(".")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(folder, n))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. another user's process: leave its file alone
+        return True
+    return True
+
+
+def _fsync_folder(folder: str) -> None:
+    """Make a rename in ``folder`` durable (POSIX); a no-op where folders cannot be opened."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # some file systems refuse fsync on a folder; the data file is synced
+        pass
+    finally:
+        os.close(fd)
 
 
 # ---------------------------------------------------------------------------- generators

@@ -1,6 +1,7 @@
 """Streaming readers: any chunk size gives the whole-file answer; bad rows and hostile files
 give typed errors naming the file and line, after every valid row before them."""
 
+import glob
 import gzip
 import os
 import tracemalloc
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import example, given, strategies as st
 
-from queries.graphio import iter_change_rows, read_changes, read_edges
+from queries.graphio import iter_change_rows, read_changes, read_edges, write_changes
 from wcoj.errors import InputError, InputFileError
 
 ends = st.sampled_from(["\n", "\r\n", " \n", "\t\n"])
@@ -196,3 +197,95 @@ def test_streaming_change_rows_holds_one_block_not_the_file(tmp_path):
     assert n == 200_000
     assert peak < 4 << 20, peak  # the file is ~4.4 MB and its rows 6.4 MB
 
+
+# ---------------------------------------------------------------------------- write_changes
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WRITER = """
+import os, sys
+sys.path.insert(0, {root!r})
+from queries.graphio import write_changes
+
+def ticks():
+    for t in range(1, {n_ticks}):
+        yield t, [[t, t + 1]] * 100, [[t, t + 2]]
+        if t == 20:
+            open({marker!r}, "w").close()  # well inside the write
+write_changes({target!r}, ticks())
+"""
+
+
+def _start_writer(tmp_path, target, n_ticks):
+    import subprocess
+    import sys
+    import time
+    marker = tmp_path / "writing"
+    code = WRITER.format(root=ROOT, n_ticks=n_ticks, marker=str(marker), target=str(target))
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.monotonic() + 60
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert marker.exists(), "the writer never got going"
+    return proc
+
+
+@pytest.mark.parametrize("name", ["c.txt", "c.txt.gz"])
+def test_killed_writer_leaves_no_file_a_reader_would_take(tmp_path, name):
+    import signal
+    target = tmp_path / name
+    proc = _start_writer(tmp_path, target, n_ticks=10**9)  # never finishes on its own
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not target.exists()
+    # what a shell or glob.glob sees: no partial file, whatever pattern it looks for
+    for pattern in ("*", "c.txt*", "*.gz", "*.txt"):
+        assert [os.path.basename(f) for f in glob.glob(str(tmp_path / pattern))] in (
+            [], ["writing"])
+    leftovers = [p for p in tmp_path.iterdir() if p.name.startswith(f".{name}.")]
+    assert leftovers and all(p.name.endswith(".tmp") for p in leftovers)
+    assert write_changes(target, [(1, [[1, 2]], [])]) == 1  # the next writer cleans up
+    assert _ticks(read_changes(target)) == [(1, [[1, 2]], [])]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([name, "writing"])
+
+
+def test_writer_killed_at_any_moment_leaves_the_target_absent_or_complete(tmp_path):
+    import signal
+    import time
+    expected = [(t, [[t, t + 1]], [[t, t + 2]]) for t in range(1, 400)]
+    for delay in (0.0, 0.01, 0.03, 0.1, 0.3):
+        target = tmp_path / f"c{delay}.txt.gz"
+        proc = _start_writer(tmp_path, target, n_ticks=400)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        (tmp_path / "writing").unlink()
+        if target.exists():  # the rename happened: then all of it is there
+            assert _ticks(read_changes(target)) == expected
+
+
+def test_write_changes_fsyncs_the_file_before_the_rename_and_the_folder_after(tmp_path,
+                                                                             monkeypatch):
+    import stat
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(os, "fsync", lambda fd: (events.append(
+        "fsync folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "fsync file"),
+        real_fsync(fd))[1])
+    monkeypatch.setattr(os, "replace", lambda a, b: (events.append("rename"),
+                                                     real_replace(a, b))[1])
+    write_changes(tmp_path / "c.txt.gz", [(1, [[1, 2]], [])])
+    assert events == ["fsync file", "rename", "fsync folder"]
+
+
+def test_failed_write_removes_its_temporary_and_keeps_the_old_file(tmp_path):
+    target = tmp_path / "c.txt"
+    write_changes(target, [(1, [[1, 2]], [])])
+
+    def ticks():
+        yield 2, [[3, 4]], []
+        raise RuntimeError("the source of the changes failed")
+
+    with pytest.raises(RuntimeError):
+        write_changes(target, ticks())
+    assert [p.name for p in tmp_path.iterdir()] == ["c.txt"]
+    assert _ticks(read_changes(target)) == [(1, [[1, 2]], [])]
