@@ -343,7 +343,8 @@ def iter_change_rows(path: str | os.PathLike, *, chunk_rows: int = 1 << 20,
     and -1 for ``-``; no last-line-wins folding (that is the consumer's, per tick).
     Ticks must not decrease, which also keeps each tick's lines together. Arrays have
     ``chunk_rows`` rows (the last one fewer) and may end inside a tick; the file is read
-    ``chunk_bytes`` at a time, so memory stays bounded whatever the file's size.
+    ``chunk_bytes`` at a time, so memory stays bounded whatever the file's size: about
+    three arrays of ``chunk_rows`` rows (32 bytes each) plus ~11x ``chunk_bytes``.
 
     Raises
     ------
