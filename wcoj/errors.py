@@ -14,6 +14,7 @@ the pieces are also kept as attributes so tests and tools need not parse the tex
     │   ├── UnboundVariableError      .form .variables
     │   └── SchemaError               wrong value type, unknown tempid, uniqueness
     ├── InputError(ValueError)        bad data at a door: shape, dtype, weights, files
+    │   └── InputFileError            .path .line (0: unknown) .tick (None: unknown)
     ├── CircuitError                  wiring: wrong number of inputs, cycle without delay
     └── WeightOverflowError(OverflowError)
     PerformanceWarning(UserWarning)   e.g. the planner fell back to binary joins
@@ -39,6 +40,7 @@ __all__ = [
     "UnboundVariableError",
     "SchemaError",
     "InputError",
+    "InputFileError",
     "CircuitError",
     "WeightOverflowError",
     "PerformanceWarning",
@@ -103,6 +105,24 @@ class SchemaError(QueryError):
 
 class InputError(WcojError, ValueError):
     """Bad data at a door: wrong shape or dtype, non-integer weights, unreadable files."""
+
+
+class InputFileError(InputError):
+    """An unreadable, corrupt or malformed input file, and where in it.
+
+    ``path`` names the file; ``line`` is the 1-based line at fault, 0 when unknown; for a
+    bad row of a change log, ``tick`` is that row's tick when it could be read, else None
+    (a reader that applies ticks as they come can tell from it whether the tick before
+    the bad row was complete).
+
+    >>> e = InputFileError("c.txt:3: expected 'TICK +|- SRC DST'", "c.txt", 3, tick=7)
+    >>> (str(e), e.path, e.line, e.tick, isinstance(e, ValueError))
+    ("c.txt:3: expected 'TICK +|- SRC DST'", 'c.txt', 3, 7, True)
+    """
+
+    def __init__(self, message: str, path: str = "", line: int = 0, tick: int | None = None):
+        super().__init__(message)
+        self.path, self.line, self.tick = path, line, tick
 
 
 class CircuitError(WcojError):
