@@ -157,7 +157,8 @@ class JoinQuery:
 
 # ---------------------------------------------------------------------- shares and cells
 def compute_shares(query: JoinQuery, n_cells: int,
-                   sizes: Sequence[float] | None = None) -> dict[str, int]:
+                   sizes: Sequence[float] | None = None,
+                   fixed: Sequence[str] = ()) -> dict[str, int]:
     """Integer shares per variable whose product is at most ``n_cells`` (greedy, LP-free).
 
     Starting from all ones, repeatedly raise by one the share that most lowers the
@@ -173,12 +174,16 @@ def compute_shares(query: JoinQuery, n_cells: int,
         Upper bound on the number of cells (e.g. 2 to 4 times the cores).
     sizes : sequence of float, optional
         Rows per atom (default all equal).
+    fixed : sequence of str
+        Variables kept at share 1 (the heavy variables of a skew residual).
 
     >>> from queries.patterns import triangle, cycle
     >>> compute_shares(JoinQuery.from_pattern(triangle()), 8)
     {'a': 2, 'b': 2, 'c': 2}
     >>> compute_shares(JoinQuery.from_pattern(cycle(4, directed=False)), 8)
     {'a': 2, 'v1': 2, 'v2': 2, 'v3': 1}
+    >>> compute_shares(JoinQuery.from_pattern(triangle()), 8, fixed=["a"])
+    {'a': 1, 'b': 4, 'c': 2}
     """
     if n_cells < 1:
         raise InputError(f"n_cells must be at least 1, got {n_cells}")
@@ -199,7 +204,7 @@ def compute_shares(query: JoinQuery, n_cells: int,
         total = math.prod(shares.values())
         best = None
         for v in vars_:
-            if total // shares[v] * (shares[v] + 1) > n_cells:
+            if v in fixed or total // shares[v] * (shares[v] + 1) > n_cells:
                 continue
             trial = dict(shares, **{v: shares[v] + 1})
             c = cost(trial)
@@ -475,7 +480,9 @@ def hypercube_join(
         shares = compute_shares(query, n_cells or default_cells(spark), sizes)
     shares = {v: int(shares.get(v, 1)) for v in query.variables}
     grid = Grid(shares)
-    routed = route(query, relations, grid)
+    # an explicit partition count: adaptive execution would otherwise coalesce the small
+    # routed table into one task, and every cell would run on one core
+    routed = route(query, relations, grid).repartition(grid.n_cells, "cell")
     spec = _CellSpec.of(query)
     out = routed.groupBy("cell").applyInArrow(
         _batch_udf(spec, count_only, with_cell), result_schema(query, count_only, with_cell))
@@ -487,13 +494,25 @@ def hypercube_join(
     return out
 
 
-def hypercube_count(query: JoinQuery, relations: Mapping[str, DataFrame], **kwargs: Any) -> int:
-    """The sum of the result weights of ``query`` (see :func:`hypercube_join`)."""
-    from pyspark.sql import functions as F
+def hypercube_count(query: JoinQuery, relations: Mapping[str, DataFrame], *,
+                    shares: Mapping[str, int] | None = None, n_cells: int | None = None,
+                    heavy: Mapping[str, Any] | None = None, n_parts: int | None = None) -> int:
+    """The sum of the result weights of ``query``: HyperCube routing, generic join per cell.
 
-    df = hypercube_join(query, relations, count_only=True, **kwargs)
-    total = df.agg(F.sum("count")).first()[0]
-    return int(total or 0)
+    Routing runs in numpy on the executors (:func:`queries.spark.cells.cell_rdd`, the same
+    buckets as :func:`route`), with one grid per skew residual when ``heavy`` values are
+    given (:class:`queries.spark.cells.RoutePlan`); one shuffle; then each cell runs the
+    in-process generic join. Parameters as in :func:`hypercube_join`, plus ``heavy``
+    (variable -> heavy values) and ``n_parts`` (RDD partitions; default
+    ``min(cells, 2 * default parallelism)``).
+    """
+    from queries.spark.cells import RoutePlan, count_cells
+
+    if not relations:
+        raise InputError("no relations given")
+    spark = next(iter(relations.values())).sparkSession
+    plan = RoutePlan(query, shares, n_cells or default_cells(spark), heavy)
+    return count_cells(plan, relations, n_parts)
 
 
 # ---------------------------------------------------------------------- graphs

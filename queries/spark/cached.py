@@ -1,0 +1,183 @@
+"""Log-structured state cached on the executors: a base RDD, a driver log, background compaction.
+
+Holds :class:`CachedState`: one state object per RDD partition, persisted (memory, then
+disk) and locally checkpointed so its lineage stays short; the changes since the last
+compaction kept on the driver as a small log, one ``{key: [chunks]}`` per tick; jobs that
+read the base with the log and a tick's payload broadcast (:meth:`CachedState.run`, on
+the partitions the tick reaches only); and compaction every ``compact_every`` ticks in a
+background thread, adopted by the next tick (never while a job of the tick thread reads
+the old base). Relies on pyspark. Used by :class:`queries.spark.cells.CellStore` (the
+routed HyperCube cells) and :class:`queries.spark.edgeset.EdgeStore` (set semantics of
+the edge set).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from wcoj.errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark import RDD, SparkContext
+
+__all__ = ["CachedState", "log_by_key"]
+
+
+def log_by_key(log: Sequence[dict], keys: set | None = None) -> dict:
+    """The log's chunks per key, oldest first (only ``keys`` when given)."""
+    out: dict = {}
+    for tick in log:
+        for k, chunks in tick.items():
+            if keys is None or k in keys:
+                out.setdefault(k, []).extend(chunks)
+    return out
+
+
+def _persist(rdd: RDD) -> RDD:
+    from pyspark import StorageLevel
+
+    rdd = rdd.persist(StorageLevel.MEMORY_AND_DISK)
+    rdd.localCheckpoint()  # cut the lineage: the log's broadcasts can go
+    rdd.count()
+    return rdd
+
+
+class CachedState:
+    """A persisted RDD of per-partition state plus a driver-side log of recent changes.
+
+    Parameters
+    ----------
+    sc : SparkContext
+    base : RDD
+        One state object per partition (not yet persisted).
+    n_parts : int
+        Its partitions; key ``k`` of the log lives in partition ``k % n_parts``.
+    merge : callable
+        ``merge(part, state, chunks_by_key) -> state``: fold log chunks into a partition's
+        state (runs on the executors during compaction).
+    compact_every : int
+        Start a compaction after this many ticks in the log.
+    """
+
+    def __init__(self, sc: SparkContext, base: RDD, n_parts: int,
+                 merge: Callable[[int, Any, dict], Any], compact_every: int = 8):
+        if compact_every < 1:
+            raise InputError(f"compact_every must be at least 1, got {compact_every}")
+        self.sc = sc
+        self.n_parts = n_parts
+        self.merge = merge
+        self.compact_every = compact_every
+        self.base = _persist(base)
+        self.log: list[dict] = []
+        self.n_compactions = 0
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._done: tuple | None = None
+        self._error: BaseException | None = None
+        # The compaction broadcast of the current base: its RDD object (checkpointed, so its
+        # ancestors are not) is serialized with every task that reads it, so the broadcast
+        # may go only when the base is replaced.
+        self._base_bc: Any = None
+
+    def run(self, keys: Sequence, payload: Any,
+            fn: Callable[[int, Any, dict, Any], list]) -> list:
+        """Run ``fn(part, state, log_chunks_by_key, payload)`` on the partitions of ``keys``.
+
+        The log (of those keys only) and ``payload`` travel in one broadcast. Returns the
+        concatenated lists that ``fn`` returned.
+        """
+        self.adopt()
+        keys = set(keys)
+        if not keys:
+            return []
+        parts = sorted({k % self.n_parts for k in keys})
+        bc = self.sc.broadcast((log_by_key(self.log, keys), payload))
+
+        def task(part, it):
+            logs, data = bc.value
+            for state in it:
+                yield from fn(part, state, logs, data)
+
+        rdd = self.base.mapPartitionsWithIndex(task, True)
+        try:
+            return self.sc.runJob(rdd, lambda it: list(it), parts)
+        finally:
+            bc.destroy()
+
+    def append(self, tick: dict) -> None:
+        """Record one tick's ``{key: [chunks]}``; start a compaction when the log is full."""
+        self.log.append(tick)
+        if len(self.log) >= self.compact_every and self._thread is None:
+            self._start()
+
+    def _start(self) -> None:
+        folded = len(self.log)
+        logs = log_by_key(self.log[:folded])
+        base, merge, n = self.base, self.merge, self.n_parts
+
+        def work() -> None:
+            try:
+                bc = self.sc.broadcast(logs)
+
+                def task(part, it):
+                    mine = {k: c for k, c in bc.value.items() if k % n == part}
+                    for state in it:
+                        yield merge(part, state, mine)
+
+                new = _persist(base.mapPartitionsWithIndex(task, True))
+                with self._lock:
+                    self._done = (new, folded, bc)
+            except BaseException as exc:  # noqa: BLE001 - re-raised by the tick thread
+                with self._lock:
+                    self._error = exc
+
+        self._thread = threading.Thread(target=work, name="wcoj-compaction", daemon=True)
+        self._thread.start()
+
+    def adopt(self, wait: bool = False) -> None:
+        """Swap in a finished compaction. Called by the tick thread only, so no job of
+        it is reading the old base when that is unpersisted."""
+        if self._thread is None:
+            return
+        if wait:
+            self._thread.join()
+        with self._lock:
+            done, error = self._done, self._error
+        if error is not None:
+            self._thread, self._error = None, None
+            raise error
+        if done is None:
+            return
+        new, folded, bc = done
+        old, self.base, self.log = self.base, new, self.log[folded:]
+        old_bc, self._base_bc = self._base_bc, bc
+        self._thread, self._done = None, None
+        self.n_compactions += 1
+        old.unpersist()
+        if old_bc is not None:
+            old_bc.destroy()
+
+    def compact(self) -> None:
+        """Fold the whole log into the base now, and wait for it."""
+        self.adopt(wait=True)
+        if self.log:
+            self._start()
+            self.adopt(wait=True)
+
+    def close(self) -> None:
+        """Wait for a running compaction; release every cached base."""
+        if self._thread is not None:
+            self._thread.join()
+            with self._lock:
+                done = self._done
+            if done is not None:
+                done[0].unpersist()
+                done[2].destroy()
+            self._thread, self._done, self._error = None, None, None
+        self.base.unpersist()
+        if self._base_bc is not None:
+            self._base_bc.destroy()
+            self._base_bc = None
+        self.log = []

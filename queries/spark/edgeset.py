@@ -1,0 +1,293 @@
+"""Set semantics of a changing edge set, kept on the executors: changes in, set deltas out.
+
+Holds :class:`EdgeStore`: the current edges (canonical ``(min, max)`` pairs, or directed
+arcs) hash-partitioned by unordered pair and cached on the executors
+(:class:`queries.spark.cached.CachedState`), and :meth:`EdgeStore.apply`, which turns ticks
+of raw changes (insert or delete, the last change of an edge in a tick wins) into the
+tick's set delta by an anti-join of the changes against the cached edges plus the log of
+recent set deltas, inside the partition that owns them. For directed graphs it also
+returns the change of the undirected simple graph (a pair exists while either arc does;
+both arcs of a pair live in one partition, so that is decided there too). Also
+:func:`normalise_changes` (the driver's share: one tick's k rows, sorted, last change
+wins). Relies on pyspark, numpy, ``wcoj.ZSet`` and :mod:`queries.spark.cells`
+(``xxhash64``). Used by :class:`queries.spark.delta.GraphDelta` and tests.
+
+The driver never holds the graph: it sees each tick's changes and set deltas only.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from queries.spark.cells import xxhash64
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+__all__ = ["EdgeStore", "normalise_changes", "pair_partition"]
+
+_EMPTY = np.zeros((0, 2), np.int64)
+
+
+def pair_partition(keys: np.ndarray, n_parts: int) -> np.ndarray:
+    """The partition of each edge: a hash of its unordered pair (both arcs together)."""
+    keys = np.asarray(keys, dtype=np.int64).reshape(-1, 2)
+    lo, hi = keys.min(axis=1), keys.max(axis=1)
+    with np.errstate(over="ignore"):
+        mixed = xxhash64(lo) * np.int64(31) + hi
+    return np.mod(xxhash64(mixed), n_parts)
+
+
+def normalise_changes(keys: np.ndarray, weights: np.ndarray, directed: bool
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """One tick's changes -> ``(keys, insert?)``: self-loops dropped, undirected edges as
+    ``(min, max)``, sorted, one row per edge (its last change in input order wins).
+
+    >>> k, ins = normalise_changes(np.array([[2, 1], [1, 2], [3, 3]]), np.array([1, -1, 1]),
+    ...                            directed=False)
+    >>> k.tolist(), ins.tolist()
+    ([[1, 2]], [False])
+    """
+    keys = np.asarray(keys, dtype=np.int64).reshape(-1, 2)
+    weights = np.asarray(weights, dtype=np.int64).reshape(-1)
+    keep = keys[:, 0] != keys[:, 1]
+    keys, weights = keys[keep], weights[keep]
+    if not directed:
+        keys = np.sort(keys, axis=1)
+    if not len(keys):
+        return _EMPTY, np.zeros(0, dtype=bool)
+    order = np.lexsort((np.arange(len(keys)), keys[:, 1], keys[:, 0]))
+    keys, weights = keys[order], weights[order]
+    last = np.ones(len(keys), dtype=bool)
+    last[:-1] = np.any(keys[1:] != keys[:-1], axis=1)
+    return np.ascontiguousarray(keys[last]), weights[last] > 0
+
+
+def _view(keys: np.ndarray) -> np.ndarray:
+    k = np.ascontiguousarray(keys, dtype=np.int64).reshape(-1, 2)
+    return k.view([("u", np.int64), ("v", np.int64)]).reshape(-1)
+
+
+def _lookup(sorted_keys: np.ndarray, weights: np.ndarray | None, keys: np.ndarray
+            ) -> np.ndarray:
+    """Weight of each row of ``keys`` in lexsorted unique ``sorted_keys`` (0 if absent)."""
+    out = np.zeros(len(keys), np.int64)
+    if not len(sorted_keys) or not len(keys):
+        return out
+    a, b = _view(sorted_keys), _view(keys)
+    pos = np.searchsorted(a, b)
+    pos[pos == len(a)] = 0
+    hit = a[pos] == b
+    out[hit] = 1 if weights is None else weights[pos[hit]]
+    return out
+
+
+class _Members:
+    """Edge membership of one partition: cached base (weight 1 each) plus an overlay."""
+
+    def __init__(self, base: np.ndarray, chunks: Sequence[tuple]):
+        from wcoj.zset import ZSet
+
+        self.base = base
+        parts = [c for c in chunks if len(c[0])]
+        if parts:
+            z = ZSet.from_arrays(np.concatenate([k for k, _ in parts]),
+                                 np.concatenate([w for _, w in parts]), arity=2)
+            self.keys, self.weights = np.array(z.keys), np.array(z.weights)
+        else:
+            self.keys, self.weights = _EMPTY, np.zeros(0, np.int64)
+
+    def has(self, keys: np.ndarray) -> np.ndarray:
+        return (_lookup(self.base, None, keys) + _lookup(self.keys, self.weights, keys)) > 0
+
+    def add(self, keys: np.ndarray, weights: np.ndarray) -> None:
+        from wcoj.zset import ZSet
+
+        if len(keys):
+            z = ZSet.from_arrays(np.concatenate([self.keys, keys]),
+                                 np.concatenate([self.weights, weights]), arity=2)
+            self.keys, self.weights = np.array(z.keys), np.array(z.weights)
+
+
+def _pairs_of(keys: np.ndarray) -> np.ndarray:
+    pairs = np.sort(keys, axis=1)
+    return np.unique(pairs, axis=0) if len(pairs) else _EMPTY
+
+
+def _apply_partition(directed: bool):
+    def fn(part, base, logs, todo):
+        mine = todo.get(part)
+        if mine is None:
+            return
+        members = _Members(base, logs.get(part, []))
+        out = []
+        for pos, keys, insert in mine:
+            have = members.has(keys)
+            ch = insert != have
+            k, w = keys[ch], np.where(insert[ch], 1, -1).astype(np.int64)
+            if directed and len(k):
+                pairs = _pairs_of(k)
+                before = members.has(pairs) | members.has(pairs[:, ::-1])
+                members.add(k, w)
+                after = members.has(pairs) | members.has(pairs[:, ::-1])
+                och = before != after
+                o = (pairs[och], np.where(after[och], 1, -1).astype(np.int64))
+            else:
+                members.add(k, w)
+                o = None
+            out.append((pos, k, w, o))
+        yield out
+
+    return fn
+
+
+def _merge(part: int, base: np.ndarray, logs: dict) -> np.ndarray:
+    from wcoj.zset import ZSet
+
+    chunks = logs.get(part, [])
+    if not chunks:
+        return base
+    z = ZSet.from_arrays(np.concatenate([base] + [k for k, _ in chunks]),
+                         np.concatenate([np.ones(len(base), np.int64)]
+                                        + [w for _, w in chunks]), arity=2)
+    keys, weights = np.array(z.keys), np.array(z.weights)
+    assert np.all(weights == 1), "an edge set holds each edge once"
+    return keys
+
+
+def _edges_udf(n_parts: int, directed: bool):
+    def run(batches):
+        import pyarrow as pa
+
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            keys = np.column_stack([batch.column(c).to_numpy().astype(np.int64)
+                                    for c in ("src", "dst")])
+            parts = pair_partition(keys, n_parts)
+            found = np.unique(parts).tolist()
+            yield pa.RecordBatch.from_pydict({
+                "part": pa.array(found, pa.int32()),
+                "blob": pa.array([pickle.dumps(keys[parts == p], protocol=5) for p in found],
+                                 pa.binary())})
+
+    return run
+
+
+class EdgeStore:
+    """The current edge set on the executors; ticks of changes become set deltas there.
+
+    Parameters
+    ----------
+    edges : DataFrame
+        Columns ``src, dst`` (integers); self-loops dropped, duplicates merged, undirected
+        edges canonical ``(min, max)`` unless ``directed``.
+    directed : bool
+    n_parts : int, optional
+        Partitions (default the default parallelism).
+    compact_every : int
+        Fold the log of set deltas into the cached base after this many ticks.
+
+    >>> store = EdgeStore(graph_edges, directed=False)            # doctest: +SKIP
+    >>> [(k.tolist(), w.tolist()) for k, w, _ in store.apply(
+    ...     [(np.array([[2, 1], [5, 6]]), np.array([1, 1]))])]    # doctest: +SKIP
+    [([[5, 6]], [1])]                                # (1, 2) was there already
+    """
+
+    def __init__(self, edges: DataFrame, *, directed: bool = False, n_parts: int | None = None,
+                 compact_every: int = 8):
+        from pyspark.sql import functions as F
+
+        from queries.spark.cached import CachedState
+
+        spark = edges.sparkSession
+        sc = spark.sparkContext
+        self.directed = directed
+        self.n_parts = n_parts or max(1, sc.defaultParallelism)
+        s, d = edges.columns[:2]
+        e = edges.select(F.col(s).cast("bigint").alias("src"),
+                         F.col(d).cast("bigint").alias("dst")).filter("src != dst")
+        if not directed:
+            e = e.select(F.least("src", "dst").alias("src"), F.greatest("src", "dst").alias("dst"))
+        blobs = e.distinct().mapInArrow(_edges_udf(self.n_parts, directed),
+                                        "part INT, blob BINARY")
+        pairs = blobs.rdd.map(lambda r: (int(r[0]), bytes(r[1])))
+
+        def build(it):
+            parts = [pickle.loads(b) for _, b in it]
+            keys = np.concatenate(parts) if parts else _EMPTY
+            yield np.unique(keys, axis=0) if len(keys) else _EMPTY
+
+        base = pairs.partitionBy(self.n_parts, lambda p: p).mapPartitions(build, True)
+        self.state = CachedState(sc, base, self.n_parts, _merge, compact_every)
+        self.n_edges = int(sum(self.state.base.map(len).collect()))
+
+    def __len__(self) -> int:
+        return self.n_edges
+
+    def apply(self, ticks: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[tuple]:
+        """Consecutive ticks of raw changes -> per tick ``(keys, weights, pair_delta)``.
+
+        Parameters
+        ----------
+        ticks : sequence of (keys int64 (k, 2), weights int64 (k,))
+            Each tick's changes in input order: weight > 0 inserts, < 0 deletes.
+
+        Returns
+        -------
+        list
+            Per tick the set delta ``(keys, weights)`` of the edges (sorted), and for a
+            directed store the delta of the undirected pairs ``(keys, weights)`` (else
+            None).
+        """
+        normal = [normalise_changes(k, w, self.directed) for k, w in ticks]
+        payload: dict[int, list] = {}
+        for pos, (keys, insert) in enumerate(normal):
+            if not len(keys):
+                continue
+            parts = pair_partition(keys, self.n_parts)
+            for p in np.unique(parts).tolist():
+                m = parts == p
+                payload.setdefault(p, []).append((pos, keys[m], insert[m]))
+        found = self.state.run(payload, payload, _apply_partition(self.directed))
+        per_tick: list[list] = [[] for _ in ticks]
+        for out in found:
+            for pos, k, w, o in out:
+                per_tick[pos].append((k, w, o))
+        results = []
+        for pos, parts in enumerate(per_tick):
+            k, w = _concat([(k, w) for k, w, _ in parts])
+            o = _concat([o for _, _, o in parts if o is not None]) if self.directed else None
+            results.append((k, w, o))
+            self.n_edges += int(w.sum())
+            if len(k):
+                pp = pair_partition(k, self.n_parts)
+                self.state.append({p: [(k[pp == p], w[pp == p])]
+                                   for p in np.unique(pp).tolist()})
+            else:
+                self.state.append({})
+        return results
+
+    def edges(self) -> np.ndarray:
+        """Every current edge, collected to the driver (tests and small graphs only)."""
+        self.state.compact()
+        parts = self.state.base.collect()
+        keys = np.concatenate(parts) if parts else _EMPTY
+        return np.unique(keys, axis=0) if len(keys) else _EMPTY
+
+    def close(self) -> None:
+        self.state.close()
+
+
+def _concat(parts: Sequence[tuple]) -> tuple[np.ndarray, np.ndarray]:
+    parts = [p for p in parts if len(p[0])]
+    if not parts:
+        return _EMPTY, np.zeros(0, np.int64)
+    k = np.concatenate([p[0] for p in parts])
+    w = np.concatenate([p[1] for p in parts])
+    order = np.lexsort((k[:, 1], k[:, 0]))
+    return k[order], w[order]
