@@ -41,6 +41,7 @@ from queries.spark.ingest import (
 )
 from queries.spark.loaders import load_dictionary, replay_ticks, staged_output, write_manifest
 from queries.spark.readers import (
+    change_columns,
     check_malformed,
     check_paths,
     detect_format,
@@ -62,17 +63,20 @@ def _read_changes(spark: SparkSession, paths: list[str], fmt: str, source: str,
         names = ["tick", "op", "src", "dst"]
         records, types = read_records(spark, paths, fmt, names, names, header=header,
                                       delimiter=delimiter)
-        pos, pos_err = typed_int("tick", types["tick"])
-        w, w_err = typed_op("op", types["op"])
-    elif source == "edges":
-        names = ["src", "dst"] + ([time_column] if time_column else [])
-        records, types = read_records(spark, paths, fmt, names, names, header=header,
-                                      delimiter=delimiter)
-        pos, pos_err = typed_int(time_column, types[time_column]) if time_column else (
-            F.lit(0).cast("bigint"), None)
-        w, w_err = F.lit(1).cast("bigint"), None
-    else:
+        cols, error = change_columns(types, node_type)
+        rows = records.select("_file", "_line", "_text", error.alias("_error"),
+                              cols["tick"].alias("pos"), cols["w"].alias("w"),
+                              cols["st"].alias("st"), cols["sv"].alias("sv"),
+                              cols["dt"].alias("dt"), cols["dv"].alias("dv"))
+        return rows, names
+    if source != "edges":
         raise InputError(f"unknown source {source!r}; expected 'edges' or 'changes'")
+    names = ["src", "dst"] + ([time_column] if time_column else [])
+    records, types = read_records(spark, paths, fmt, names, names, header=header,
+                                  delimiter=delimiter)
+    pos, pos_err = typed_int(time_column, types[time_column]) if time_column else (
+        F.lit(0).cast("bigint"), None)
+    w, w_err = F.lit(1).cast("bigint"), None
     s_tag, s_val, s_err = typed_id("src", types["src"], node_type)
     d_tag, d_val, d_err = typed_id("dst", types["dst"], node_type)
     errors = [c for c in (pos_err, w_err, s_err, d_err) if c is not None]
