@@ -13,6 +13,8 @@ the edge set).
 
 from __future__ import annotations
 
+import os
+import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -22,7 +24,18 @@ from wcoj.errors import InputError
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark import RDD, SparkContext
 
-__all__ = ["CachedState", "log_by_key"]
+__all__ = ["CachedState", "log_by_key", "task_slots"]
+
+
+def task_slots(sc: SparkContext) -> int:
+    """Tasks that run at once: N of ``local[N]`` (cores for ``local[*]``), else the
+    default parallelism. A tick's job needs no more partitions than this: every Spark
+    task costs tens of milliseconds whatever it does."""
+    m = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\d+)?\])?", sc.master)
+    if m is None:
+        return max(1, sc.defaultParallelism)
+    n = m.group(1)
+    return 1 if n is None else (os.cpu_count() or 1) if n == "*" else int(n)
 
 
 def log_by_key(log: Sequence[dict], keys: set | None = None) -> dict:

@@ -255,20 +255,27 @@ def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 class CellState:
-    """One cell's rows per atom: lexsorted keys, weights, and each column's sorted order."""
+    """One cell's rows per atom: lexsorted keys, weights, and each column's sorted order.
+
+    Stored small, since a tick reads it from the executors' cache: keys as int32 when the
+    ids fit, weights ``None`` when all are 1 (a set), permutations as int32. Use
+    :meth:`rows` for int64 keys and weights.
+    """
 
     __slots__ = ("keys", "weights", "orders")
 
     def __init__(self, keys: list, weights: list, index: bool = True):
-        self.keys, self.weights = keys, weights
-        self.orders = [self._orders(k) for k in keys] if index else None
+        self.keys = [_pack(k) for k in keys]
+        self.weights = [None if w is None or np.all(w == 1) else w for w in weights]
+        self.orders = [self._orders(k) for k in self.keys] if index else None
 
     @staticmethod
     def _orders(keys: np.ndarray) -> list:
-        """Per column ``p``: (permutation sorting by column p, the sorted column)."""
-        out = [(None, np.ascontiguousarray(keys[:, 0]))] if keys.shape[1] else []
+        """Per column ``p >= 1``: (permutation sorting by column p, the sorted column)."""
+        out = [(None, None)]
+        idx = np.int32 if len(keys) < 2**31 else np.int64
         for p in range(1, keys.shape[1]):
-            perm = np.argsort(keys[:, p], kind="stable")
+            perm = np.argsort(keys[:, p], kind="stable").astype(idx)
             out.append((perm, keys[perm, p]))
         return out
 
@@ -293,16 +300,34 @@ class CellState:
                 weights.append(np.zeros(0, np.int64))
         return cls(keys, weights, index)
 
+    def size(self, atom: int) -> int:
+        return int(self.keys[atom].shape[0])
+
     def n_rows(self) -> int:
-        return int(sum(len(w) for w in self.weights))
+        return int(sum(k.shape[0] for k in self.keys))
+
+    def rows(self, atom: int, idx: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(keys int64, weights int64)`` of atom ``atom`` (rows ``idx``, default all)."""
+        k, w = self.keys[atom], self.weights[atom]
+        if idx is not None:
+            k = k[idx]
+            w = None if w is None else w[idx]
+        return (k.astype(np.int64), np.ones(len(k), np.int64) if w is None
+                else w.astype(np.int64))
+
+    def chunks(self) -> list[tuple]:
+        """The whole state as ``(atom, keys, weights)`` chunks."""
+        return [(j, k, w) for j, (k, w) in enumerate(zip(self.keys, self.weights))]
 
     def rows_with(self, atom: int, pos: int, values: np.ndarray) -> np.ndarray:
         """Row numbers of atom ``atom`` whose column ``pos`` is one of sorted ``values``."""
         perm, col = self.orders[atom][pos]
+        if perm is None:
+            col = self.keys[atom][:, pos]
         lo = np.searchsorted(col, values, "left")
         hi = np.searchsorted(col, values, "right")
         idx = _ranges(lo, hi)
-        return idx if perm is None else perm[idx]
+        return idx if perm is None else perm[idx].astype(np.int64)
 
 
 def _pack(keys: np.ndarray) -> np.ndarray:
@@ -442,9 +467,9 @@ def _join(spec: _CellSpec, loads: Sequence[tuple]) -> tuple:
 
 
 def _batch_result(spec: _CellSpec, state: CellState, count_only: bool) -> Any:
-    if any(len(w) == 0 for w in state.weights):
+    if any(state.size(j) == 0 for j in range(len(spec.atoms))):
         return 0 if count_only else None
-    _, join = _join(spec, list(zip(state.keys, state.weights)))
+    _, join = _join(spec, [state.rows(j) for j in range(len(spec.atoms))])
     if count_only:
         return int(join.batch(count_only=True))
     z = join.batch()
@@ -471,7 +496,7 @@ def _needed(spec: _CellSpec, state: CellState, extra: list, delta: list) -> list
     """
     n = len(spec.atoms)
     avars = [vs for _, vs in spec.atoms]
-    need = [np.zeros(len(w), dtype=bool) for w in state.weights]
+    need = [np.zeros(state.size(j), dtype=bool) for j in range(n)]
     for i in range(n):
         if not len(delta[i][1]):
             continue
@@ -488,7 +513,7 @@ def _needed(spec: _CellSpec, state: CellState, extra: list, delta: list) -> list
                 for p, v in bound[1:]:
                     rows = rows[np.isin(keys[rows, p], vals[v])]
             else:
-                rows = np.arange(len(state.weights[j]))
+                rows = np.arange(state.size(j))
             need[j][rows] = True
             for p, v in enumerate(avars[j]):
                 if v not in vals:
@@ -513,9 +538,8 @@ def _cell_ticks(spec: _CellSpec, state: CellState, log: list, ticks: list,
     need = _needed(spec, state, extra, delta)
     loads = []
     for j in range(len(arities)):
-        rows = np.flatnonzero(need[j])
-        loads.append((np.concatenate([state.keys[j][rows], extra[j][0]]),
-                      np.concatenate([state.weights[j][rows], extra[j][1]])))
+        k, w = state.rows(j, np.flatnonzero(need[j]))
+        loads.append((np.concatenate([k, extra[j][0]]), np.concatenate([w, extra[j][1]])))
     rels, join = _join(spec, loads)
     out = []
     for pos, chunks in ticks:
@@ -539,9 +563,7 @@ def _merge_cells(arities: list):
         out = dict(states)
         for cell, chunks in logs.items():
             old = states.get(cell)
-            mine = list(chunks)
-            if old is not None:
-                mine += [(j, k, w) for j, (k, w) in enumerate(zip(old.keys, old.weights))]
+            mine = list(chunks) + (old.chunks() if old is not None else [])
             out[cell] = CellState.of(arities, mine)
         return out
 
@@ -557,7 +579,8 @@ class CellStore:
     relations : mapping of name -> DataFrame
         The base state of every relation the query names.
     n_parts : int, optional
-        RDD partitions (default ``min(cells, default parallelism)``); cell ``c``
+        RDD partitions (default ``min(cells, task slots)``, see
+        :func:`queries.spark.cached.task_slots`); cell ``c``
         lives in partition ``c % n_parts``.
     compact_every : int
         Fold the log into a new base after this many ticks (in a background thread).
@@ -570,12 +593,12 @@ class CellStore:
 
     def __init__(self, plan: RoutePlan, relations: Mapping[str, DataFrame], *,
                  n_parts: int | None = None, compact_every: int = 8):
-        from queries.spark.cached import CachedState
+        from queries.spark.cached import CachedState, task_slots
 
         self.plan = plan
         self.spark: SparkSession = next(iter(relations.values())).sparkSession
         sc = self.spark.sparkContext
-        self.n_parts = n_parts or max(1, min(plan.total_cells, sc.defaultParallelism))
+        self.n_parts = n_parts or max(1, min(plan.total_cells, task_slots(sc)))
         arities = [len(vs) for _, vs in plan.spec.atoms]
         self.state = CachedState(sc, cell_rdd(plan, relations, self.n_parts), self.n_parts,
                                  _merge_cells(arities), compact_every)
@@ -668,8 +691,10 @@ def _sum_rows(parts: list, arity: int) -> tuple[np.ndarray, np.ndarray]:
 def count_cells(plan: RoutePlan, relations: Mapping[str, DataFrame],
                 n_parts: int | None = None) -> int:
     """The query's total weight: route in numpy, one shuffle, the generic join per cell."""
+    from queries.spark.cached import task_slots
+
     spark = next(iter(relations.values())).sparkSession
-    n_parts = n_parts or max(1, min(plan.total_cells, spark.sparkContext.defaultParallelism))
+    n_parts = n_parts or max(1, min(plan.total_cells, task_slots(spark.sparkContext)))
     spec = plan.spec
     rdd = cell_rdd(plan, relations, n_parts, index=False)
     found = rdd.mapPartitions(

@@ -188,7 +188,7 @@ class EdgeStore:
         edges canonical ``(min, max)`` unless ``directed``.
     directed : bool
     n_parts : int, optional
-        Partitions (default the default parallelism).
+        Partitions (default :func:`queries.spark.cached.task_slots`).
     compact_every : int
         Fold the log of set deltas into the cached base after this many ticks.
 
@@ -202,12 +202,12 @@ class EdgeStore:
                  compact_every: int = 8):
         from pyspark.sql import functions as F
 
-        from queries.spark.cached import CachedState
+        from queries.spark.cached import CachedState, task_slots
 
         spark = edges.sparkSession
         sc = spark.sparkContext
         self.directed = directed
-        self.n_parts = n_parts or max(1, sc.defaultParallelism)
+        self.n_parts = n_parts or task_slots(sc)
         s, d = edges.columns[:2]
         e = edges.select(F.col(s).cast("bigint").alias("src"),
                          F.col(d).cast("bigint").alias("dst")).filter("src != dst")

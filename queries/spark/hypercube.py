@@ -504,7 +504,7 @@ def hypercube_count(query: JoinQuery, relations: Mapping[str, DataFrame], *,
     given (:class:`queries.spark.cells.RoutePlan`); one shuffle; then each cell runs the
     in-process generic join. Parameters as in :func:`hypercube_join`, plus ``heavy``
     (variable -> heavy values) and ``n_parts`` (RDD partitions; default
-    ``min(cells, 2 * default parallelism)``).
+    ``min(cells, task slots)``, see :func:`queries.spark.cached.task_slots`).
     """
     from queries.spark.cells import RoutePlan, count_cells
 
