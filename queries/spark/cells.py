@@ -66,6 +66,7 @@ __all__ = [
     "RoutePlan",
     "Residual",
     "heavy_hitters",
+    "heavy_from_degrees",
     "heavy_threshold",
     "cell_rdd",
     "CellState",
@@ -216,6 +217,20 @@ class RoutePlan:
 def heavy_threshold(n_rows: int, n_cells: int) -> int:
     """Default degree above which a value is heavy: it alone would fill a cell."""
     return max(1, n_rows // max(1, n_cells))
+
+
+def heavy_from_degrees(query: JoinQuery, top_degrees: Sequence[Sequence[int]],
+                       threshold: int) -> dict[str, np.ndarray]:
+    """Heavy values of a graph query from ingest statistics (``manifest["top_degrees"]``,
+    ``[[node, degree], ...]``): the nodes above ``threshold``, for every variable (a
+    vertex's degree bounds its frequency in any column of ``D``, ``O`` or ``S``).
+
+    >>> q = JoinQuery([("O", ("a", "b"))])
+    >>> {v: h.tolist() for v, h in heavy_from_degrees(q, [[7, 90], [3, 12]], 50).items()}
+    {'a': [7], 'b': [7]}
+    """
+    hubs = np.array(sorted(int(v) for v, d in top_degrees if d > threshold), dtype=np.int64)
+    return {v: hubs for v in query.variables} if hubs.size else {}
 
 
 def heavy_hitters(query: JoinQuery, relations: Mapping[str, DataFrame],

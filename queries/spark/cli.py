@@ -148,6 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
                "--master local[2]")
     count.add_argument("--directed", action="store_true",
                        help="directed input (directed patterns use the arcs as given)")
+    count.add_argument("--skew", action="store_true",
+                       help="give heavy vertices their own residual grids (from the ingest "
+                            "statistics of an ingest output, else one aggregate)")
     stream = sub.add_parser(
         "stream", parents=[graph], formatter_class=argparse.RawDescriptionHelpFormatter,
         help="keep a pattern up to date over a stream of edge changes",
@@ -185,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--available-now", action="store_true",
                         help="process the files present now, then stop")
     stream.add_argument("--skew", action="store_true",
-                        help="find heavy vertices and give them skew-aware routing")
+                        help="give heavy vertices their own residual grids (as for count)")
     stream.add_argument("--compact-every", type=int, default=8, metavar="K",
                         help="fold the delta log into the cached base every K ticks (default 8)")
     stream.add_argument("--check", action="store_true",
@@ -199,6 +202,34 @@ def _pattern_query(name: str):
 
     pattern = by_name(name)
     return pattern, JoinQuery.from_pattern(pattern)
+
+
+def _heavy(spark, args: argparse.Namespace, query, edges, progress):
+    """Heavy vertices for --skew: from the ingest statistics when the graph is an ingest
+    output (no job), else one aggregate over the edges."""
+    from pathlib import Path
+
+    from queries.spark.cells import heavy_from_degrees, heavy_hitters, heavy_threshold
+    from queries.spark.hypercube import default_cells, graph_relations
+    from queries.spark.loaders import read_manifest
+
+    if not args.skew:
+        return None
+    cells = args.cells or default_cells(spark)
+    manifest = Path(args.graph) / "manifest.json"
+    if manifest.exists() and "top_degrees" in read_manifest(manifest.parent):
+        m = read_manifest(manifest.parent)
+        heavy = heavy_from_degrees(query, m["top_degrees"],
+                                   heavy_threshold(m["counts"]["edges"], cells))
+    else:
+        rels = graph_relations(edges, directed=getattr(args, "directed", False))
+        rels = {r: rels[r] for r in query.relations}
+        first = rels[query.atoms[0][0]]
+        heavy = heavy_hitters(query, rels, heavy_threshold(first.count(), cells))
+    hubs = sorted({int(x) for h in heavy.values() for x in h})
+    progress(f"heavy vertices (own residual grids): {hubs[:10]}"
+             + (f" and {len(hubs) - 10} more" if len(hubs) > 10 else ""))
+    return heavy
 
 
 def _count(spark, args: argparse.Namespace, progress) -> dict:
@@ -215,8 +246,9 @@ def _count(spark, args: argparse.Namespace, progress) -> dict:
     edges = read_edge_frame(spark, args.graph, strict=args.strict)
     rels = {k: v.cache() for k, v in graph_relations(edges, directed=args.directed).items()}
     shares = compute_shares(query, args.cells or default_cells(spark))
+    heavy = _heavy(spark, args, query, edges, progress)
     progress(f"counting {pattern.name} with shares {shares}")
-    n = hypercube_count(query, rels, shares=shares)
+    n = hypercube_count(query, rels, shares=shares, heavy=heavy)
     return {"pattern": pattern.name, "graph": str(args.graph), "count": n, "shares": shares,
             "cells": math.prod(shares.values()), "seconds": round(time.perf_counter() - t0, 3)}
 
@@ -261,8 +293,8 @@ def _stream(spark, args: argparse.Namespace, progress) -> None:
         check_source(changes)  # a typed error before any job
         if not args.out:
             raise WcojError("streaming a directory needs --out DIR (the Parquet sink)")
-    heavy = "auto" if args.skew else None
     edges = read_edge_frame(spark, args.graph, strict=args.strict)
+    heavy = _heavy(spark, args, query, edges, progress)
     if is_stream:
         from queries.spark.stream import ChangeStream
 

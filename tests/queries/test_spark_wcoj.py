@@ -349,3 +349,24 @@ def test_count_and_stream_commands(spark, tmp_path, capsys):
     g.apply(inserts=rest[15:], deletes=edges[:10])
     assert [(d["tick"], d["count"]) for d in lines] == [(0, first), (1, view.count)]
     assert set(lines[0]) == {"tick", "changes", "delta", "count", "seconds"}
+
+
+@pytest.mark.spark
+def test_count_command_with_skew_reads_the_ingest_statistics(spark, tmp_path, capsys):
+    from queries.spark.cli import main
+    from queries.spark.ingest import ingest_edges
+    from queries.spark.loaders import load_dictionary, load_edges_parquet
+
+    edges = _skewed(2000)
+    (tmp_path / "g.txt").write_text("".join(f"{a} {b}\n" for a, b in edges.tolist()))
+    ingest_edges(spark, [tmp_path / "g.txt"], tmp_path / "g")
+    labels = load_dictionary(tmp_path / "g")["value"].astype(np.int64)
+    hub_label = int(np.bincount(edges.ravel()).argmax())
+    hub_id = int(np.flatnonzero(labels == hub_label)[0])
+    assert main(["count", "--graph", str(tmp_path / "g"), "--pattern", "triangle",
+                 "--skew"]) == 0
+    captured = capsys.readouterr()
+    g = Graph()
+    g.load_edges(load_edges_parquet(tmp_path / "g"))
+    assert json.loads(captured.out)["count"] == g.count("triangle")
+    assert f"heavy vertices (own residual grids): [{hub_id}]" in captured.err
