@@ -52,7 +52,6 @@ from queries.spark.hypercube import (
     _atom_frame,
     _CellSpec,
     compute_shares,
-    default_cells,
 )
 from wcoj.errors import InputError
 
@@ -716,9 +715,3 @@ def count_cells(plan: RoutePlan, relations: Mapping[str, DataFrame],
         lambda it: [sum(_batch_result(spec, s, True) for st in it for s in st.values())]
     ).collect()
     return int(sum(found))
-
-
-def default_plan(query: JoinQuery, spark: SparkSession, *, shares=None, n_cells=None,
-                 heavy=None) -> RoutePlan:
-    """A plan with ``n_cells`` (default :func:`default_cells`) cells per grid."""
-    return RoutePlan(query, shares, n_cells or default_cells(spark), heavy)

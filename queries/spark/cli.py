@@ -126,9 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
     ticks.add_argument("--text", metavar="FILE",
                        help="also write the ticks as 'TICK +|- SRC DST' lines to FILE")
     graph = argparse.ArgumentParser(add_help=False)
-    graph.add_argument("--graph", required=True, metavar="FILE",
+    graph.add_argument("--graph", metavar="FILE",
                        help="edge list (SNAP text, gzip, CSV, Parquet) or an ingest output dir")
     graph.add_argument("--pattern", default="triangle", help=_PATTERNS_HELP)
+    graph.add_argument("--query", metavar="TEXT",
+                       help="any conjunctive query instead of --pattern, e.g. "
+                            "'D(a,b) D(b,c) D(c,a) a<b a<c', or over datom attributes "
+                            "'follows(a,b) likes(b,x) likes(a,x)'")
     graph.add_argument("--cells", type=int, metavar="N",
                        help="HyperCube cells (default twice the default parallelism)")
     graph.add_argument("--strict", action="store_true", help="stop at the first malformed line")
@@ -178,6 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--out", metavar="DIR", help="sink directory (needed for a stream)")
     stream.add_argument("--checkpoint", metavar="DIR",
                         help="checkpoint location (default OUT/_checkpoint)")
+    stream.add_argument("--kind", choices=["edges", "datoms"], default="edges",
+                        help="change lines 'TICK OP SRC DST' (edges, default) or "
+                             "'TICK OP E A V' (datoms: A an attribute name, --query over "
+                             "attributes)")
+    stream.add_argument("--datoms", metavar="FILE",
+                        help="datoms: the starting datoms, CSV with header e,a,v or Parquet")
     stream.add_argument("--directed", action="store_true",
                         help="directed edges (directed patterns read the arcs as given)")
     stream.add_argument("--format", dest="fmt", choices=["text", "csv"], default="text",
@@ -196,10 +206,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _pattern_query(name: str):
+def _pattern_query(name: str, text: str | None = None):
+    from types import SimpleNamespace
+
     from queries.patterns import by_name
     from queries.spark.hypercube import JoinQuery
 
+    if text:
+        return SimpleNamespace(name=text), JoinQuery.parse(text)
     pattern = by_name(name)
     return pattern, JoinQuery.from_pattern(pattern)
 
@@ -241,7 +255,9 @@ def _count(spark, args: argparse.Namespace, progress) -> dict:
         read_edge_frame,
     )
 
-    pattern, query = _pattern_query(args.pattern)
+    pattern, query = _pattern_query(args.pattern, args.query)
+    if not args.graph:
+        raise WcojError("count needs --graph FILE")
     t0 = time.perf_counter()
     edges = read_edge_frame(spark, args.graph, strict=args.strict)
     rels = {k: v.cache() for k, v in graph_relations(edges, directed=args.directed).items()}
@@ -284,26 +300,39 @@ def _stream(spark, args: argparse.Namespace, progress) -> None:
 
     from queries.spark.hypercube import read_edge_frame
 
-    pattern, query = _pattern_query(args.pattern)
+    pattern, query = _pattern_query(args.pattern, args.query)
     changes = Path(args.changes)
     is_stream = changes.is_dir() and not (changes / "manifest.json").exists()
+    datoms = args.kind == "datoms"
     if is_stream:
         from queries.spark.stream import check_source
 
         check_source(changes)  # a typed error before any job
         if not args.out:
             raise WcojError("streaming a directory needs --out DIR (the Parquet sink)")
-    edges = read_edge_frame(spark, args.graph, strict=args.strict)
-    heavy = _heavy(spark, args, query, edges, progress)
+    elif datoms:
+        raise WcojError("datom changes stream from a directory (--changes DIR --out DIR)")
+    if datoms and not args.query:
+        raise WcojError("a datom stream needs --query over attributes, "
+                        "e.g. 'follows(a,b) likes(b,x) likes(a,x)'")
+    if not datoms and not args.graph:
+        raise WcojError("a graph stream needs --graph FILE (its starting edges)")
+    if datoms:
+        edges = _read_datoms(spark, args.datoms, args.strict) if args.datoms else None
+    else:
+        edges = read_edge_frame(spark, args.graph, strict=args.strict)
+    heavy = None if datoms else _heavy(spark, args, query, edges, progress)
     if is_stream:
         from queries.spark.stream import ChangeStream
 
         t0 = time.perf_counter()
         cs = ChangeStream(spark, query, edges, changes, args.out, checkpoint=args.checkpoint,
-                          directed=args.directed, fmt=args.fmt, delimiter=args.delimiter,
+                          kind=args.kind, directed=args.directed, fmt=args.fmt,
+                          delimiter=args.delimiter,
                           max_files_per_trigger=args.max_files, n_cells=args.cells,
                           heavy=heavy, compact_every=args.compact_every)
-        progress(f"{len(cs.view.edges)} edges, {pattern.name} count {cs.view.count} "
+        held = len(cs.view.facts if datoms else cs.view.edges)
+        progress(f"{held} {args.kind}, {pattern.name} count {cs.view.count} "
                  f"({time.perf_counter() - t0:.1f}s); reading {changes}")
         try:
             if args.available_now:
@@ -344,6 +373,32 @@ def _stream(spark, args: argparse.Namespace, progress) -> None:
             print(json.dumps(line), flush=True)
     finally:
         view.close()
+
+
+def _read_datoms(spark, path: str, strict: bool):
+    """Starting datoms ``e, a, v`` (CSV with that header, or Parquet), ids as integers."""
+    from pyspark.sql import functions as F
+
+    from queries.spark.readers import (
+        check_malformed,
+        check_paths,
+        detect_format,
+        read_records,
+        typed_int,
+    )
+
+    paths = check_paths([path])
+    fmt = detect_format(paths)
+    records, types = read_records(spark, paths, fmt, ["e", "a", "v"], ["e", "a", "v"],
+                                  header=fmt != "parquet")
+    e, e_err = typed_int("e", types["e"])
+    v, v_err = typed_int("v", types["v"])
+    a_err = F.when(F.col("a").isNull(), F.lit("missing a"))
+    rows = records.select("_file", "_line", "_text", F.coalesce(e_err, a_err, v_err)
+                          .alias("_error"), e.alias("e"), F.col("a").cast("string").alias("a"),
+                          v.alias("v"))
+    check_malformed(rows, strict, what="datom")
+    return rows.filter(F.col("_error").isNull()).select("e", "a", "v")
 
 
 def _run(args: argparse.Namespace, progress) -> dict:

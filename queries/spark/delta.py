@@ -1,9 +1,12 @@
 """Per-tick deltas of a conjunctive query on Spark: the telescoping rule per HyperCube cell.
 
 Holds :class:`DistributedDelta` (any conjunctive query over named relations, fed Z-set
-deltas per relation) and :class:`GraphDelta` (a graph pattern fed raw edge changes: set
+deltas per relation), :class:`GraphDelta` (a graph pattern fed raw edge changes: set
 semantics on the executors by :class:`queries.spark.edgeset.EdgeStore`, then the deltas
-of ``D``, ``O`` and ``S`` by :func:`graph_deltas`). The base is routed once to its cells
+of ``D``, ``O`` and ``S`` by :func:`graph_deltas`) and :class:`DatomDelta` (a conjunctive
+query over attributes fed raw datom changes: set semantics of the datoms on the
+executors by :class:`queries.spark.edgeset.FactStore`, one relation ``(e, v)`` per
+attribute). The base is routed once to its cells
 and cached on the executors (:class:`queries.spark.cells.CellStore`); a tick routes only
 its delta, on the driver, and ships it in one broadcast to the cells it reaches, whose
 Python workers run :class:`wcoj.generic_join.IncrementalGenericJoin` over the base rows
@@ -40,7 +43,7 @@ from wcoj.errors import InputError
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-__all__ = ["DistributedDelta", "GraphDelta", "graph_deltas"]
+__all__ = ["DistributedDelta", "GraphDelta", "DatomDelta", "graph_deltas"]
 
 Rows = tuple[np.ndarray, np.ndarray]
 
@@ -50,7 +53,10 @@ def _as_rows(delta: Any, name: str) -> Rows:
     if isinstance(delta, tuple):
         keys, weights = delta
         keys = np.asarray(keys, dtype=np.int64)
-        return keys.reshape(len(keys), -1), np.asarray(weights, dtype=np.int64).reshape(-1)
+        if keys.ndim != 2:
+            raise InputError(f"delta of {name}: keys must be 2-d (rows, columns), "
+                             f"got shape {keys.shape}")
+        return keys, np.asarray(weights, dtype=np.int64).reshape(-1)
     table = delta.toArrow()
     cols = [c for c in table.column_names if c != "weight"]
     if not cols:
@@ -228,4 +234,76 @@ class GraphDelta:
 
     def close(self) -> None:
         self.edges.close()
+        self.view.close()
+
+
+class DatomDelta:
+    """A conjunctive query over attributes kept up to date from ticks of datom changes.
+
+    Parameters
+    ----------
+    query : JoinQuery
+        Atoms over attribute names, two terms each ``(e, v)``: ``follows(a, b) likes(b, x)``
+        (e.g. :meth:`JoinQuery.parse`).
+    datoms : DataFrame, optional
+        The starting datoms, columns ``e`` (BIGINT), ``a`` (STRING), ``v`` (BIGINT); only
+        the query's attributes are kept. Default: none.
+    spark : SparkSession
+        Needed when ``datoms`` is None.
+    Other parameters as in :class:`DistributedDelta`.
+
+    Attributes
+    ----------
+    attributes : list of str
+        The query's attributes; a change row's first column is the position here.
+    facts : queries.spark.edgeset.FactStore
+        The current datoms ``(attribute position, e, v)`` on the executors.
+    view : DistributedDelta
+    count : int
+    """
+
+    def __init__(self, query: JoinQuery, datoms: DataFrame | None = None, *, spark=None,
+                 n_cells: int | None = None, heavy: Mapping[str, Any] | str | None = None,
+                 compact_every: int = 8, n_parts: int | None = None):
+        from pyspark.sql import functions as F
+
+        from queries.spark.edgeset import FactStore
+
+        for rel, terms in query.atoms:
+            if len(terms) != 2:
+                raise InputError(f"atom {rel}{terms}: an attribute atom has two terms (e, v)")
+        self.query = query
+        self.attributes = list(query.relations)
+        if datoms is None:
+            datoms = spark.createDataFrame([], "e BIGINT, a STRING, v BIGINT")
+        d = datoms.select(F.col("e").cast("bigint").alias("e"), F.col("a").cast("string"),
+                          F.col("v").cast("bigint").alias("v")).filter(
+            F.col("a").isin(self.attributes))
+        code = F.array_position(F.array(*[F.lit(a) for a in self.attributes]), F.col("a")) - 1
+        self.facts = FactStore(d.select(code.cast("bigint").alias("a"), "e", "v"),
+                               n_parts=n_parts, compact_every=compact_every)
+        rels = {a: d.filter(F.col("a") == a).select("e", "v").distinct()
+                for a in self.attributes}
+        self.view = DistributedDelta(query, rels, n_cells=n_cells, heavy=heavy,
+                                     compact_every=compact_every, n_parts=n_parts)
+        self.count = self.view.total()
+
+    def apply(self, ticks: Sequence[tuple[np.ndarray, np.ndarray]], count_only: bool = False
+              ) -> list[tuple[Rows, Any]]:
+        """Apply ticks of changes ``(rows (k, 3) [attribute position, e, v], weights)``
+        (weight > 0 asserts, < 0 retracts; the last change of a datom in a tick wins).
+
+        Returns, per tick, the datoms' set delta and the view's change (its total weight,
+        or its rows ``(keys, weights)``).
+        """
+        sets = self.facts.apply(ticks)
+        deltas = [{a: (k[k[:, 0] == i][:, 1:], w[k[:, 0] == i])
+                   for i, a in enumerate(self.attributes)} for k, w, _ in sets]
+        changes = self.view.steps(deltas, count_only)
+        for ch in changes:
+            self.count += ch if count_only else int(ch[1].sum())
+        return [((k, w), ch) for (k, w, _), ch in zip(sets, changes)]
+
+    def close(self) -> None:
+        self.facts.close()
         self.view.close()

@@ -128,6 +128,37 @@ class JoinQuery:
             raise QueryError(f"output variable(s) {missing} occur in no atom")
 
     @classmethod
+    def parse(cls, text: str) -> JoinQuery:
+        """A query from text: atoms ``name(x, y, ...)`` (integer terms are constants) and
+        filters ``x < y`` (any of ``< <= > >= != ==``), separated by spaces or commas.
+
+        >>> q = JoinQuery.parse("follows(a, b) likes(b, x), likes(a, x) a != b")
+        >>> q.atoms, q.filters
+        ((('follows', ('a', 'b')), ('likes', ('b', 'x')), ('likes', ('a', 'x'))), (('!=', 'a', 'b'),))
+        >>> JoinQuery.parse(":person/age(p, 42)").atoms
+        ((':person/age', ('p', 42)),)
+        """
+        import re
+
+        atoms, filters = [], []
+        pos = 0
+        token = re.compile(r"\s*(?:(?P<rel>[^\s(),<>=!]+)\((?P<terms>[^)]*)\)"
+                           r"|(?P<x>\w+)\s*(?P<op><=|>=|!=|==|<|>)\s*(?P<y>\w+))\s*,?")
+        while pos < len(text.rstrip()):
+            m = token.match(text, pos)
+            if m is None or m.end() == pos:
+                raise QueryError(f"cannot read the query at column {pos + 1}: "
+                                 f"{text[pos:pos + 30]!r}; expected name(x, y) or x < y")
+            if m.group("rel"):
+                terms = [t.strip() for t in m.group("terms").split(",") if t.strip()]
+                atoms.append((m.group("rel"), tuple(
+                    int(t) if re.fullmatch(r"[+-]?\d+", t) else t for t in terms)))
+            else:
+                filters.append((m.group("op"), m.group("x"), m.group("y")))
+            pos = m.end()
+        return cls(atoms, filters)
+
+    @classmethod
     def from_pattern(cls, pattern: Any) -> JoinQuery:
         """The query of a :class:`queries.patterns.Pattern` (relations ``D``/``O``/``S``)."""
         return cls(pattern.atoms, pattern.filters, pattern.output)

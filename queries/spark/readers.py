@@ -339,18 +339,19 @@ def typed_op(name: str, dtype: T.DataType) -> tuple[Column, Column]:
     return w, err
 
 
-def change_columns(types: dict[str, T.DataType], node_type: str = "long"
-                   ) -> tuple[dict[str, Column], Column]:
+def change_columns(types: dict[str, T.DataType], node_type: str = "long",
+                   ends: tuple[str, str] = ("src", "dst")) -> tuple[dict[str, Column], Column]:
     """Typed columns of a change log ``TICK OP SRC DST``, and the line's error (or NULL).
 
     Columns ``tick`` (BIGINT), ``w`` (+1/-1) and the endpoints as (type tag, canonical
     text) pairs ``st, sv, dt, dv`` (see :func:`typed_id`; with ``node_type="long"`` a
-    non-integer endpoint is an error). Shared by ``make_ticks`` and the change stream.
+    non-integer endpoint is an error); ``ends`` names the two id columns (``e, v`` for
+    datoms). Shared by ``make_ticks`` and the change stream.
     """
     tick, tick_err = typed_int("tick", types["tick"])
     w, w_err = typed_op("op", types["op"])
-    s_tag, s_val, s_err = typed_id("src", types["src"], node_type)
-    d_tag, d_val, d_err = typed_id("dst", types["dst"], node_type)
+    s_tag, s_val, s_err = typed_id(ends[0], types[ends[0]], node_type)
+    d_tag, d_val, d_err = typed_id(ends[1], types[ends[1]], node_type)
     cols = {"tick": tick, "w": w, "st": s_tag, "sv": s_val, "dt": d_tag, "dv": d_val}
     return cols, F.coalesce(tick_err, w_err, s_err, d_err)
 

@@ -1,12 +1,14 @@
-"""A graph view over a directory of arriving change files: Structured Streaming, exactly once.
+"""A view over a directory of arriving change files: Structured Streaming, exactly once.
 
 Holds :class:`ChangeStream`: a file-source streaming query over ``CHANGES`` (text or CSV
-lines ``TICK OP SRC DST``, ``OP`` one of ``+ - 1 -1 true false ...``, ``#`` comments)
-whose ``foreachBatch`` validates the micro-batch (file and line of the first bad line),
-cuts it into ticks, applies them to a :class:`queries.spark.delta.GraphDelta` (set
+lines ``TICK OP SRC DST`` for a graph, ``TICK OP E A V`` for datoms; ``OP`` one of ``+ -
+1 -1 true false :db/add ...``; ``#`` comments) whose ``foreachBatch`` validates the
+micro-batch (file and line of the first bad line), cuts it into ticks, applies them to a
+:class:`queries.spark.delta.GraphDelta` or :class:`queries.spark.delta.DatomDelta` (set
 semantics and the telescoping rule on the executors) and writes, per micro-batch::
 
-    OUT/edges/batch_id=B/part-00000.parquet    tick, src, dst, weight  (the edge set delta)
+    OUT/edges/batch_id=B/part-00000.parquet    tick, src, dst, weight  (the set delta;
+                                               datoms: OUT/datoms/..., tick, a, e, v, weight)
     OUT/changes/batch_id=B/part-00000.parquet  tick, <output variables>, weight (ΔQ's rows)
 
 each staged beside its target and renamed into place; ``changes/batch_id=B`` is the
@@ -23,9 +25,10 @@ its state as the starting graph plus the ``edges/`` deltas of the committed batc
 removing an ``edges/`` directory left without its ``changes/`` by a crash. A malformed
 line fails the batch before anything is written or applied: no commit, sink unchanged.
 
-Node ids are the integers of the change files (ids of an ingest output, or raw integer
-labels); ticks are applied in increasing tick order within a micro-batch, and a file
-should hold whole ticks.
+Node, entity and value ids are the integers of the change files (ids of an ingest
+output, or raw integer labels); a datom's attribute is its name, and datoms of
+attributes the query does not name are ignored. Ticks are applied in increasing tick
+order within a micro-batch, and a file should hold whole ticks.
 """
 
 from __future__ import annotations
@@ -115,16 +118,20 @@ class ChangeStream:
     ----------
     spark : SparkSession
     query : JoinQuery
-        Over ``D``, ``O``, ``S`` (any pattern of :mod:`queries.patterns`).
-    graph : DataFrame
-        The starting graph, columns ``src, dst`` (integers).
+        Graphs: over ``D``, ``O``, ``S`` (any pattern of :mod:`queries.patterns`, or any
+        conjunctive query over them). Datoms: over attribute names, atoms ``(e, v)``.
+    base : DataFrame or None
+        The starting graph, columns ``src, dst`` (integers); datoms: columns ``e, a, v``
+        (``a`` the attribute name), or None for none.
     changes : path-like
         The directory the change files arrive in (checked before any job starts).
     out : path-like
         The sink (``changes/``, ``edges/``) and, by default, the checkpoint
         (``out/_checkpoint``).
     checkpoint : path-like, optional
+    kind : {"edges", "datoms"}
     directed : bool
+        Graphs: directed edges.
     fmt : {"text", "csv"}
         Whitespace or CSV fields (``delimiter`` to change the separator).
     max_files_per_trigger : int
@@ -137,20 +144,26 @@ class ChangeStream:
         (``"commit"``, before Spark's own commit).
     """
 
-    def __init__(self, spark: SparkSession, query: JoinQuery, graph: DataFrame,
+    def __init__(self, spark: SparkSession, query: JoinQuery, base: DataFrame | None,
                  changes: str | os.PathLike, out: str | os.PathLike, *,
-                 checkpoint: str | os.PathLike | None = None, directed: bool = False,
+                 checkpoint: str | os.PathLike | None = None, kind: str = "edges",
+                 directed: bool = False,
                  fmt: str = "text", delimiter: str | None = None,
                  max_files_per_trigger: int = 1, n_cells: int | None = None,
                  heavy: Any = None, compact_every: int = 8,
                  crash_after: tuple[str, int] | None = None):
-        from queries.spark.delta import GraphDelta
+        from queries.spark.delta import DatomDelta, GraphDelta
 
+        if kind not in ("edges", "datoms"):
+            raise InputError(f"unknown change kind {kind!r}; expected 'edges' or 'datoms'")
+        if kind == "edges" and base is None:
+            raise InputError("a graph stream needs its starting graph (may be empty)")
         if fmt not in ("text", "csv"):
             raise InputError(f"unknown change format {fmt!r}; expected 'text' or 'csv'")
         self.changes = check_source(changes)
         self.spark = spark
         self.query = query
+        self.kind = kind
         self.directed = directed
         self.fmt, self.delimiter = fmt, delimiter
         self.max_files = max_files_per_trigger
@@ -161,24 +174,50 @@ class ChangeStream:
         self.last_error: BaseException | None = None
         self.batches: list[dict] = []  # per batch run here: id, ticks, changes, seconds
         (self.out / "changes").mkdir(parents=True, exist_ok=True)
-        (self.out / "edges").mkdir(parents=True, exist_ok=True)
+        (self.out / kind).mkdir(parents=True, exist_ok=True)
         committed = self._recover()
-        self.view = GraphDelta(query, self._current(graph, committed), directed=directed,
-                               n_cells=n_cells, heavy=heavy, compact_every=compact_every)
+        current = self._current(base, committed)
+        if kind == "edges":
+            self.view: Any = GraphDelta(query, current, directed=directed, n_cells=n_cells,
+                                        heavy=heavy, compact_every=compact_every)
+        else:
+            self.view = DatomDelta(query, current, spark=spark, n_cells=n_cells, heavy=heavy,
+                                   compact_every=compact_every)
 
     # ------------------------------------------------------------------ recovery
     def _recover(self) -> list[Path]:
         """The ``edges/`` deltas of committed batches; remove those without a commit."""
         done = _batch_dirs(self.out / "changes")
         kept = []
-        for b, d in sorted(_batch_dirs(self.out / "edges").items()):
+        for b, d in sorted(_batch_dirs(self.out / self.kind).items()):
             if b in done:
                 kept.append(d)
             else:  # a crash between the two renames: the batch runs again
                 shutil.rmtree(d)
         return kept
 
-    def _current(self, graph: DataFrame, committed: list[Path]) -> DataFrame:
+    def _current(self, base: DataFrame | None, committed: list[Path]) -> DataFrame | None:
+        if self.kind == "datoms":
+            return self._current_datoms(base, committed)
+        return self._current_edges(base, committed)
+
+    def _current_datoms(self, base: DataFrame | None, committed: list[Path]
+                        ) -> DataFrame | None:
+        from pyspark.sql import functions as F
+
+        cols = [F.col("e").cast("bigint").alias("e"), F.col("a").cast("string").alias("a"),
+                F.col("v").cast("bigint").alias("v")]
+        if not committed:
+            return None if base is None else base.select(*cols)
+        deltas = self.spark.read.parquet(*[str(p) for p in committed]).select(
+            *cols, F.col("weight").cast("bigint"))
+        if base is not None:
+            deltas = base.select(*cols).distinct().withColumn(
+                "weight", F.lit(1).cast("bigint")).unionByName(deltas)
+        return (deltas.groupBy("e", "a", "v").agg(F.sum("weight").alias("w"))
+                .filter(F.col("w") > 0).select("e", "a", "v"))
+
+    def _current_edges(self, graph: DataFrame, committed: list[Path]) -> DataFrame:
         from pyspark.sql import functions as F
 
         s, d = graph.columns[:2]
@@ -209,16 +248,26 @@ class ChangeStream:
             split_fields,
         )
 
-        names = ["tick", "op", "src", "dst"]
+        edges = self.kind == "edges"
+        names = ["tick", "op", "src", "dst"] if edges else ["tick", "op", "e", "a", "v"]
         lines = raw_lines(batch)
         fields = split_fields(self.fmt, {n: i for i, n in enumerate(names)}, self.delimiter)
         lines = lines.select("*", *[fields[n].alias(n) for n in names])
-        cols, error = change_columns({n: T.StringType() for n in names}, "long")
+        types = {n: T.StringType() for n in names}
+        if edges:
+            cols, error = change_columns(types, "long")
+            keys = [cols["sv"].try_cast("bigint").alias("k0"),
+                    cols["dv"].try_cast("bigint").alias("k1")]
+        else:
+            cols, error = change_columns(types, "long", ends=("e", "v"))
+            error = F.coalesce(error, F.when(F.col("a").isNull() | (F.trim("a") == ""),
+                                             F.lit("missing a")))
+            keys = [F.trim("a").alias("k0"), cols["sv"].try_cast("bigint").alias("k1"),
+                    cols["dv"].try_cast("bigint").alias("k2")]
         table = lines.select(
             "_file", "_block", "_mid", "_text", is_data_line().alias("_data"),
             F.when(is_data_line(), error).alias("_error"), cols["tick"].alias("tick"),
-            cols["w"].alias("w"), cols["sv"].try_cast("bigint").alias("src"),
-            cols["dv"].try_cast("bigint").alias("dst")).toArrow()
+            cols["w"].alias("w"), *keys).toArrow()
         if not table.num_rows:
             return []
         files = table.column("_file").to_numpy(zero_copy_only=False)
@@ -236,9 +285,18 @@ class ChangeStream:
                              f"{errors[order[k]]}: {text[:80]!r}")
         take = order[data]
         ticks = table.column("tick").to_numpy(zero_copy_only=False)[take].astype(np.int64)
-        keys = np.column_stack([table.column(c).to_numpy(zero_copy_only=False)[take]
-                                for c in ("src", "dst")]).astype(np.int64)
         w = table.column("w").to_numpy(zero_copy_only=False)[take].astype(np.int64)
+        if edges:
+            keys = np.column_stack([table.column(c).to_numpy(zero_copy_only=False)[take]
+                                    for c in ("k0", "k1")]).astype(np.int64)
+        else:  # the attribute's position in the query; other attributes do not matter
+            code = {a: i for i, a in enumerate(self.view.attributes)}
+            attrs = table.column("k0").to_numpy(zero_copy_only=False)[take]
+            pos = np.array([code.get(a, -1) for a in attrs.tolist()], dtype=np.int64)
+            ev = np.column_stack([table.column(c).to_numpy(zero_copy_only=False)[take]
+                                  for c in ("k1", "k2")]).astype(np.int64)
+            mine = pos >= 0
+            keys, w, ticks = np.column_stack([pos, ev])[mine], w[mine], ticks[mine]
         by_tick = np.argsort(ticks, kind="stable")
         ticks, keys, w = ticks[by_tick], keys[by_tick], w[by_tick]
         bounds = np.flatnonzero(np.diff(ticks)) + 1
@@ -253,20 +311,24 @@ class ChangeStream:
             return pa.array(np.concatenate(parts) if parts else np.zeros(0, np.int64),
                             pa.int64())
 
-        e_parts: dict[str, list] = {"tick": [], "src": [], "dst": [], "weight": []}
+        names = ["src", "dst"] if self.kind == "edges" else ["a", "e", "v"]
+        s_parts: dict[str, list] = {"tick": [], **{n: [] for n in names}, "weight": []}
         out = list(self.query.output)
         c_parts: dict[str, list] = {"tick": [], **{v: [] for v in out}, "weight": []}
-        for (tick, _, _), ((ek, ew), (ck, cw)) in zip(ticks, results):
-            e_parts["tick"].append(np.full(len(ew), tick, np.int64))
-            e_parts["src"].append(ek[:, 0])
-            e_parts["dst"].append(ek[:, 1])
-            e_parts["weight"].append(ew)
+        for (tick, _, _), ((sk, sw), (ck, cw)) in zip(ticks, results):
+            s_parts["tick"].append(np.full(len(sw), tick, np.int64))
+            for j, n in enumerate(names):
+                s_parts[n].append(sk[:, j])
+            s_parts["weight"].append(sw)
             c_parts["tick"].append(np.full(len(cw), tick, np.int64))
             for j, v in enumerate(out):
                 c_parts[v].append(ck[:, j])
             c_parts["weight"].append(cw)
-        return (pa.table({k: column(v) for k, v in e_parts.items()}),
-                pa.table({k: column(v) for k, v in c_parts.items()}))
+        state = {k: column(v) for k, v in s_parts.items()}
+        if self.kind == "datoms":  # attribute positions back to names
+            attrs = np.array(self.view.attributes, dtype=object)
+            state["a"] = pa.array(attrs[state["a"].to_numpy()].tolist(), pa.string())
+        return (pa.table(state), pa.table({k: column(v) for k, v in c_parts.items()}))
 
     def _batch(self, batch: DataFrame, batch_id: int) -> None:
         import time
@@ -286,8 +348,8 @@ class ChangeStream:
             raise
         try:
             results = self.view.apply([(k, w) for _, k, w in ticks], count_only=False)
-            edges, changes = self._tables(ticks, results)
-            _write_atomically(edges, self.out / "edges" / f"batch_id={batch_id}")
+            facts, changes = self._tables(ticks, results)
+            _write_atomically(facts, self.out / self.kind / f"batch_id={batch_id}")
             if self.crash_after == ("edges", batch_id):
                 raise SinkCrash(f"test crash after edges/ of batch {batch_id}")
             _write_atomically(changes, target)
