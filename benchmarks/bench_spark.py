@@ -13,14 +13,16 @@ Run ``python -m benchmarks.bench_spark`` (all sections) or pick with ``--section
   and shuffle bytes written, summed over the stages each query ran, read from the
   driver's status store (``AppStatusStore``, live even with the UI off). When Spark
   broadcasts the edge table (small inputs, under ``autoBroadcastJoinThreshold``) the
-  binary plan shuffles nothing, and its broadcast bytes are not counted.
+  binary plan shuffles nothing, and its broadcast bytes are not counted. Each query runs
+  ``--repeat`` times, the median shown (the binary plan once on graphs above
+  ``--binary-repeat-max-edges``: it takes minutes there).
 * ``ticks``: per-tick distributed deltas (:class:`queries.spark.delta.GraphDelta`: set
   semantics in the cached edge store, then the delta rule in the cached cells; the
   columns ``set_s`` and ``cells_s`` split the latency) against a distributed
   recomputation of the count over the updated graph, for ticks of ``--tick-sizes``
   changes (90% inserts, 10% deletes) on a power-law graph of ``--tick-edges`` edges.
-  The median of ``--ticks`` ticks per size; the latency at the smallest size is the
-  fixed overhead of a tick.
+  The median of ``--ticks`` ticks per size (the recomputation: of ``--repeat`` runs);
+  the latency at the smallest size is the fixed overhead of a tick.
 
 Everything runs on one local Spark session, so the ratios are side by side. The machine
 is shared: the header gives the load average before and after. One warm-up query per
@@ -106,6 +108,14 @@ def _timed(meter: ShuffleMeter, fn):
     return out, seconds, w, r
 
 
+def _median_timed(meter: ShuffleMeter, fn, repeat: int):
+    """``_timed`` ``repeat`` times: the answer, the median seconds, the median bytes."""
+    runs = [_timed(meter, fn) for _ in range(repeat)]
+    assert len({r[0] for r in runs}) == 1, [r[0] for r in runs]
+    return (runs[0][0], float(np.median([r[1] for r in runs])),
+            int(np.median([r[2] for r in runs])), int(np.median([r[3] for r in runs])))
+
+
 def _mb(b: int) -> str:
     return f"{b / 1e6:9.1f}"
 
@@ -156,16 +166,18 @@ def bench_batch(spark, args) -> list[str]:
         O.createOrReplaceTempView("O")
         heavy = heavy_hitters(q, {"O": O}, heavy_threshold(len(o), cells))  # "ingest stats"
         n_heavy = len(heavy.get("a", []))
-        n_wcoj, t_wcoj, w_wcoj, _ = _timed(meter, lambda: hypercube_count(q, {"O": O}))
+        r = args.repeat
+        n_wcoj, t_wcoj, w_wcoj, _ = _median_timed(meter, lambda: hypercube_count(q, {"O": O}), r)
         if n_heavy:
-            n_skew, t_skew, _, _ = _timed(meter, lambda: hypercube_count(q, {"O": O},
-                                                                         heavy=heavy))
+            n_skew, t_skew, _, _ = _median_timed(
+                meter, lambda: hypercube_count(q, {"O": O}, heavy=heavy), r)
             assert n_skew == n_wcoj, (name, n_skew, n_wcoj)
         else:
             t_skew = float("nan")
         if len(o) <= args.binary_max_edges:
-            n_bin, t_bin, w_bin, _ = _timed(meter,
-                                            lambda: int(spark.sql(BINARY_SQL).first()[0]))
+            n_bin, t_bin, w_bin, _ = _median_timed(
+                meter, lambda: int(spark.sql(BINARY_SQL).first()[0]),
+                r if len(o) <= args.binary_repeat_max_edges else 1)
             assert n_bin == n_wcoj, (name, n_bin, n_wcoj)
         else:
             t_bin, w_bin = float("nan"), 0
@@ -235,7 +247,10 @@ def bench_ticks(spark, args) -> list[str]:
                 (current.add if x > 0 else current.discard)(e)
         O = graph_relations(frame_of(spark, np.array(sorted(current))))["O"].cache()
         O.count()
-        n_re, t_re, w_re, _ = _timed(meter, lambda: hypercube_count(q, {"O": O}))
+        if k == args.tick_sizes[0]:  # untimed: the recomputation's workers and kernels
+            hypercube_count(q, {"O": O})
+        n_re, t_re, w_re, _ = _median_timed(meter, lambda: hypercube_count(q, {"O": O}),
+                                            args.repeat)
         O.unpersist()
         assert n_re == view.count, (k, n_re, view.count)  # integrated deltas = recomputation
         t_d = float(np.median(d_times))
@@ -258,6 +273,10 @@ def main(argv=None) -> None:
     p.add_argument("--binary-max-edges", type=lambda s: int(float(s)), default=2_000_000,
                    help="skip the binary plan above this many edges")
     p.add_argument("--no-twitter", action="store_true", help="leave ego-Twitter out")
+    p.add_argument("--repeat", type=int, default=3,
+                   help="batch: runs per query, the median shown (default 3)")
+    p.add_argument("--binary-repeat-max-edges", type=lambda s: int(float(s)), default=150_000,
+                   help="batch: the binary plan runs once above this many edges (minutes)")
     p.add_argument("--tick-edges", type=lambda s: int(float(s)), default=1_000_000)
     p.add_argument("--tick-sizes", nargs="+", type=lambda s: int(float(s)),
                    default=[10, 1000, 100_000])
