@@ -16,6 +16,9 @@ Run ``python -m benchmarks.bench_spark`` (all sections) or pick with ``--section
   binary plan shuffles nothing, and its broadcast bytes are not counted. Each query runs
   ``--repeat`` times, the median shown (the binary plan once on graphs above
   ``--binary-repeat-max-edges``: it takes minutes there).
+* ``stream`` (on request): the micro-batch latency of ``wcoj spark stream``
+  (:class:`queries.spark.stream.ChangeStream`) with one file of k changes per batch,
+  from Spark's progress reports.
 * ``ticks``: per-tick distributed deltas (:class:`queries.spark.delta.GraphDelta`: set
   semantics in the cached edge store, then the delta rule in the cached cells; the
   columns ``set_s`` and ``cells_s`` split the latency) against a distributed
@@ -263,10 +266,61 @@ def bench_ticks(spark, args) -> list[str]:
     return lines
 
 
+def bench_stream(spark, args) -> list[str]:
+    """Micro-batch latency of ``wcoj spark stream``: one file of k changes per batch."""
+    import shutil
+    import tempfile
+
+    from queries.spark.hypercube import JoinQuery, frame_of
+    from queries.spark.stream import ChangeStream
+
+    rng = np.random.default_rng(args.seed + 1)
+    edges = oriented(generate_power_law(args.tick_edges, seed=args.seed))
+    n = int(edges.max()) + 1
+    root = Path(tempfile.mkdtemp(prefix="bench-stream-"))
+    (root / "in").mkdir()
+    lines = [f"stream: triangles over a directory of change files, one file of k changes "
+             f"per micro-batch, on the same power-law graph ({len(edges)} edges); median of "
+             f"{args.ticks} batches after one warm-up batch per size; trigger = Spark's whole "
+             f"micro-batch (listing, offsets, our foreachBatch, commit), batch = "
+             f"foreachBatch alone: read (parse and validate the batch), apply (GraphDelta)",
+             f"{'changes':>8} {'trigger_s':>9} {'batch_s':>8} {'read_s':>7} {'apply_s':>8}"]
+    print("\n".join(lines), flush=True)
+    cs = ChangeStream(spark, JoinQuery.from_pattern(triangle()), frame_of(spark, edges),
+                      root / "in", root / "out")
+    try:
+        tick = 0
+        for k in args.tick_sizes:
+            first = tick
+            for i in range(args.ticks + 1):
+                keys = np.sort(rng.integers(0, n, size=(k, 2)), axis=1)
+                text = "".join(f"{tick} + {a} {b}\n" for a, b in keys.tolist())
+                tmp = root / f".{tick}.txt"
+                tmp.write_text(text)
+                os.utime(tmp, (1_000_000 + tick, 1_000_000 + tick))
+                os.replace(tmp, root / "in" / f"{tick:06d}.txt")
+                tick += 1
+            q = cs.start({"availableNow": True})
+            q.awaitTermination()
+            progress = [p for p in q.recentProgress if p["numInputRows"]][-(tick - first):]
+            trig = [p["durationMs"]["triggerExecution"] / 1e3 for p in progress[1:]]
+            batch = [p["durationMs"]["addBatch"] / 1e3 for p in progress[1:]]
+            ours = cs.batches[-args.ticks:]
+            row = (f"{k:>8} {float(np.median(trig)):9.2f} {float(np.median(batch)):8.2f} "
+                   f"{float(np.median([b['read_s'] for b in ours])):7.2f} "
+                   f"{float(np.median([b['apply_s'] for b in ours])):8.2f}")
+            print(row, flush=True)
+            lines.append(row)
+    finally:
+        cs.close()
+        shutil.rmtree(root, ignore_errors=True)
+    return lines
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--sections", nargs="+", default=["batch", "ticks"],
-                   choices=["batch", "ticks"])
+                   choices=["batch", "ticks", "stream"])
     p.add_argument("--skewed", nargs="+", type=lambda s: int(float(s)),
                    default=[20_000, 50_000, 100_000, 200_000],
                    help="sizes m of the skewed family (default 2e4 5e4 1e5 2e5)")
@@ -308,6 +362,8 @@ def main(argv=None) -> None:
             lines += bench_batch(spark, args)
         if "ticks" in args.sections:
             lines += bench_ticks(spark, args)
+        if "stream" in args.sections:
+            lines += bench_stream(spark, args)
     finally:
         stop_session(spark)
     tail = f"load_after={_load()} total_s={time.perf_counter() - t0:.0f}"
