@@ -4,13 +4,16 @@ Holds :class:`JoinQuery` (atoms over named relations, ``<``/``!=`` filters, outp
 variables), :func:`compute_shares` (an integer share per variable whose product is at most
 the number of cells), :class:`Grid` (the cells: mixed-radix coordinates), :func:`route`
 (Spark SQL: hash buckets per variable as columns, each atom's tuples replicated to every
-cell that agrees with them) and :func:`hypercube_join` / :func:`hypercube_count` (group
-by cell, then the in-process :class:`wcoj.generic_join.IncrementalGenericJoin` over
-:class:`indexes.index.Relation`\\ s built from the cell's rows with numpy, through
-``applyInArrow``). Also :func:`graph_relations` (the ``D``/``O``/``S`` relations of
-:mod:`queries.patterns` from an edge DataFrame) and :func:`read_edge_frame`. Relies on
-pyspark, pyarrow, ``wcoj`` and ``indexes``. Used by :mod:`queries.spark.delta`, the
-``wcoj spark count`` command, tests and ``benchmarks/bench_spark.py``.
+cell that agrees with them), :func:`hypercube_join` (rows: group by cell, then the
+in-process :class:`wcoj.generic_join.IncrementalGenericJoin` over
+:class:`indexes.Relation`\\ s built from the cell's rows with numpy, through
+``applyInArrow``) and :func:`hypercube_count` (the same buckets computed in numpy on the
+executors, with skew residuals, by :mod:`queries.spark.cells`), and
+:meth:`JoinQuery.parse` (a query from text). Also :func:`graph_relations` (the
+``D``/``O``/``S`` relations of :mod:`queries.patterns` from an edge DataFrame) and
+:func:`read_edge_frame`. Relies on pyspark, pyarrow, ``wcoj`` and ``indexes``. Used by
+:mod:`queries.spark.cells`, :mod:`queries.spark.delta`, the ``wcoj spark`` command,
+tests and ``benchmarks/bench_spark.py``.
 
 The HyperCube algorithm (Afrati and Ullman, "Optimizing joins in a map-reduce
 environment"; Beame, Koutris, Suciu, "Communication steps for parallel query
