@@ -174,6 +174,11 @@ class ChangeStream:
         self.last_error: BaseException | None = None
         self.batches: list[dict] = []  # per batch run here: id, ticks, changes, seconds
         self._columns: tuple | None = None  # the parse's column expressions, built once
+        if _batch_dirs(self.out / "changes") and not (Path(self.checkpoint) / "offsets").is_dir():
+            # batch ids would start again at 0 and the committed ones be skipped
+            raise InputError(f"{self.out} holds committed batches but the checkpoint "
+                             f"{self.checkpoint} is gone; use a new output directory, or "
+                             "restore the checkpoint")
         (self.out / "changes").mkdir(parents=True, exist_ok=True)
         (self.out / kind).mkdir(parents=True, exist_ok=True)
         committed = self._recover()

@@ -9,6 +9,7 @@ without pyspark or Java, through the shared session fixture.
 """
 
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -143,6 +144,9 @@ def test_restart_from_the_checkpoint_neither_loses_nor_repeats_a_tick(spark, tmp
     want, final, _ = _engine(edges, files, triangle())
     assert _sink(tmp_path / "out", triangle()) == want  # every tick once, in order
     assert cs.view.count == final
+    shutil.rmtree(tmp_path / "out" / "_checkpoint")  # batch ids would start again at 0
+    with pytest.raises(InputError, match="checkpoint .* is gone"):
+        _stream(spark, edges, tmp_path / "in", tmp_path / "out")
 
 
 def test_directed_3_cycles_through_the_command(spark, tmp_path, capsys):
