@@ -37,7 +37,7 @@ from wcoj.errors import InputError
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark import RDD, SparkContext
 
-__all__ = ["CachedState", "log_by_key", "task_slots", "SNAPSHOTS_ENV"]
+__all__ = ["CachedState", "log_by_key", "task_slots", "shuffle_to_parts", "SNAPSHOTS_ENV"]
 
 SNAPSHOTS_ENV = "WCOJ_SPARK_SNAPSHOTS"
 # In each Python worker: (store uid, partition) -> (version, state). Workers are reused
@@ -84,6 +84,49 @@ def task_slots(sc: SparkContext) -> int:
         return max(1, sc.defaultParallelism)
     n = m.group(1)
     return 1 if n is None else (os.cpu_count() or 1) if n == "*" else int(n)
+
+
+def _parts_udf(columns: list[str], split: Callable):
+    """mapInArrow body: Arrow batches -> ``(part, blob)`` rows, one per part ``split`` gives."""
+
+    def run(batches):
+        import numpy as np
+        import pyarrow as pa
+
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            keys = np.column_stack([batch.column(c).to_numpy().astype(np.int64)
+                                    for c in columns])
+            weights = (batch.column("weight").to_numpy().astype(np.int64)
+                       if "weight" in batch.schema.names else None)
+            per_part = split(keys, weights)
+            if per_part:
+                parts = list(per_part)
+                yield pa.RecordBatch.from_pydict({
+                    "part": pa.array(parts, pa.int32()),
+                    "blob": pa.array([pickle.dumps(per_part[p], protocol=5) for p in parts],
+                                     pa.binary())})
+
+    return run
+
+
+def shuffle_to_parts(frames: Sequence[tuple[Any, list[str], Callable]], n_parts: int,
+                     build: Callable[[list], Any]) -> RDD:
+    """Integer DataFrames -> an RDD of ``n_parts`` partitions, each one ``build(objects)``.
+
+    ``frames`` holds ``(DataFrame, key columns, split)``: ``split(keys, weights or None)``
+    gives ``{part: object}`` for each Arrow batch, in numpy on the executors; the objects
+    are shuffled once (part ``p`` to partition ``p``) and each partition builds its state
+    from the list of objects it received.
+    """
+    routed = None
+    for df, columns, split in frames:
+        blobs = df.mapInArrow(_parts_udf(columns, split), "part INT, blob BINARY")
+        routed = blobs if routed is None else routed.unionByName(blobs)
+    pairs = routed.rdd.map(lambda r: (int(r[0]), bytes(r[1])))
+    return pairs.partitionBy(n_parts, lambda p: p).mapPartitions(
+        lambda it: [build([pickle.loads(b) for _, b in it])], True)
 
 
 def log_by_key(log: Sequence[dict], keys: set | None = None) -> dict:

@@ -37,7 +37,6 @@ thread.
 from __future__ import annotations
 
 import itertools
-import pickle
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -390,76 +389,61 @@ def atom_rows(query: JoinQuery, rel: str, keys: np.ndarray, weights: np.ndarray 
     return out
 
 
-def _routing_udf(plan: RoutePlan, rel: str, columns: list[str], n_parts: int):
-    """mapInArrow body: a relation's Arrow batches -> ``(part, blob)`` rows of routed chunks."""
+def _router(plan: RoutePlan, rel: str, n_parts: int):
+    """``split`` of :func:`queries.spark.cached.shuffle_to_parts`: a batch of relation
+    ``rel`` -> ``{part: [(cell, chunk), ...]}``."""
 
-    def run(batches):
-        import pyarrow as pa
+    def split(keys: np.ndarray, w: np.ndarray | None) -> dict[int, list]:
+        if w is not None and np.all(w == 1):
+            w = None
+        per_part: dict[int, list] = {}
+        for j, (k, wj) in atom_rows(plan.query, rel, keys, w).items():
+            for cell, chunk in _chunks_by_cell(plan, j, k, wj).items():
+                per_part.setdefault(cell % n_parts, []).append((cell, chunk))
+        return per_part
 
-        for batch in batches:
-            if not batch.num_rows:
-                continue
-            keys = np.column_stack([batch.column(c).to_numpy().astype(np.int64)
-                                    for c in columns])
-            w = (batch.column(WEIGHT).to_numpy().astype(np.int64)
-                 if WEIGHT in batch.schema.names else None)
-            if w is not None and np.all(w == 1):
-                w = None
-            per_part: dict[int, list] = {}
-            for j, (k, wj) in atom_rows(plan.query, rel, keys, w).items():
-                for cell, chunk in _chunks_by_cell(plan, j, k, wj).items():
-                    per_part.setdefault(cell % n_parts, []).append((cell, chunk))
-            if per_part:
-                parts = list(per_part)
-                yield pa.RecordBatch.from_pydict({
-                    "part": pa.array(parts, pa.int32()),
-                    "blob": pa.array([pickle.dumps(per_part[p], protocol=5) for p in parts],
-                                     pa.binary())})
-
-    return run
+    return split
 
 
 def cell_rdd(plan: RoutePlan, relations: Mapping[str, DataFrame], n_parts: int,
              index: bool = True) -> RDD:
     """The routed relations as an RDD of ``n_parts`` partitions, each one ``{cell: CellState}``.
 
-    Routing runs in numpy inside the executors (``mapInArrow``, one scan per relation for
-    all of its atoms), the routed chunks are shuffled once (cell ``c`` to partition
-    ``c % n_parts``), and each partition consolidates its cells. Not persisted.
+    Routing runs in numpy inside the executors (one scan per relation for all of its
+    atoms), the routed chunks are shuffled once (cell ``c`` to partition ``c % n_parts``),
+    and each partition consolidates its cells. Not persisted.
     """
     from pyspark.sql import functions as F
 
+    from queries.spark.cached import shuffle_to_parts
     from queries.spark.hypercube import _relation_columns
 
     q = plan.query
-    routed = None
+    frames = []
     for rel in q.relations:
         if rel not in relations:
             raise InputError(f"no relation {rel!r} given; have {sorted(relations)}")
         df = relations[rel]
         cols = _relation_columns(df, rel)
-        for i, (r, terms) in enumerate(q.atoms):
+        for r, terms in q.atoms:
             if r == rel and len(terms) != len(cols):
                 raise InputError(f"atom {rel}{terms} has {len(terms)} terms but relation "
                                  f"{rel} has {len(cols)} columns {cols}")
         sel = [F.col(c).cast("bigint").alias(f"k{p}") for p, c in enumerate(cols)]
         if WEIGHT in df.columns:
             sel.append(F.col(WEIGHT).cast("bigint").alias(WEIGHT))
-        part = df.select(*sel).mapInArrow(
-            _routing_udf(plan, rel, [f"k{p}" for p in range(len(cols))], n_parts),
-            "part INT, blob BINARY")
-        routed = part if routed is None else routed.unionByName(part)
+        frames.append((df.select(*sel), [f"k{p}" for p in range(len(cols))],
+                       _router(plan, rel, n_parts)))
     arities = [len(q.atom_variables(i)) for i in range(len(q.atoms))]
-    pairs = routed.rdd.map(lambda r: (int(r[0]), bytes(r[1])))
 
-    def build(it):
+    def build(blobs: list) -> dict:
         by_cell: dict[int, list] = {}
-        for _, blob in it:
-            for cell, chunk in pickle.loads(blob):
+        for blob in blobs:
+            for cell, chunk in blob:
                 by_cell.setdefault(cell, []).append(chunk)
-        yield {c: CellState.of(arities, ch, index) for c, ch in by_cell.items()}
+        return {c: CellState.of(arities, ch, index) for c, ch in by_cell.items()}
 
-    return pairs.partitionBy(n_parts, lambda p: p).mapPartitions(build, True)
+    return shuffle_to_parts(frames, n_parts, build)
 
 
 # ---------------------------------------------------------------------- per cell joins

@@ -182,6 +182,15 @@ def graph_deltas(edges: Rows, pairs: Rows | None, directed: bool) -> dict[str, R
     return {"D": (ek, ew) if directed else s, "O": o, "S": s}
 
 
+def _advance(owner: Any, sets: list, deltas: list, count_only: bool) -> list:
+    """Run the relation deltas of some ticks through ``owner.view``; keep ``owner.count``;
+    per tick the set delta and the view's change."""
+    changes = owner.view.steps(deltas, count_only)
+    for ch in changes:
+        owner.count += ch if count_only else int(ch[1].sum())
+    return [((k, w), ch) for (k, w, _), ch in zip(sets, changes)]
+
+
 class GraphDelta:
     """A graph pattern kept up to date on Spark from ticks of raw edge changes.
 
@@ -227,10 +236,7 @@ class GraphDelta:
         """
         sets = self.edges.apply(ticks)
         deltas = [graph_deltas((k, w), o, self.directed) for k, w, o in sets]
-        changes = self.view.steps(deltas, count_only)
-        for ch in changes:
-            self.count += ch if count_only else int(ch[1].sum())
-        return [((k, w), ch) for (k, w, _), ch in zip(sets, changes)]
+        return _advance(self, sets, deltas, count_only)
 
     def close(self) -> None:
         self.edges.close()
@@ -299,10 +305,7 @@ class DatomDelta:
         sets = self.facts.apply(ticks)
         deltas = [{a: (k[k[:, 0] == i][:, 1:], w[k[:, 0] == i])
                    for i, a in enumerate(self.attributes)} for k, w, _ in sets]
-        changes = self.view.steps(deltas, count_only)
-        for ch in changes:
-            self.count += ch if count_only else int(ch[1].sum())
-        return [((k, w), ch) for (k, w, _), ch in zip(sets, changes)]
+        return _advance(self, sets, deltas, count_only)
 
     def close(self) -> None:
         self.facts.close()

@@ -19,7 +19,6 @@ The driver never holds the set: it sees each tick's changes and set deltas only.
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -175,25 +174,6 @@ def _merge(part: int, base: np.ndarray, logs: dict) -> np.ndarray:
     return keys
 
 
-def _rows_udf(columns: list[str], n_parts: int, partition):
-    def run(batches):
-        import pyarrow as pa
-
-        for batch in batches:
-            if not batch.num_rows:
-                continue
-            keys = np.column_stack([batch.column(c).to_numpy().astype(np.int64)
-                                    for c in columns])
-            parts = partition(keys, n_parts)
-            found = np.unique(parts).tolist()
-            yield pa.RecordBatch.from_pydict({
-                "part": pa.array(found, pa.int32()),
-                "blob": pa.array([pickle.dumps(keys[parts == p], protocol=5) for p in found],
-                                 pa.binary())})
-
-    return run
-
-
 class FactStore:
     """A set of integer rows on the executors; ticks of changes become set deltas there.
 
@@ -217,24 +197,24 @@ class FactStore:
     def __init__(self, rows: DataFrame, *, n_parts: int | None = None,
                  compact_every: int = 8, partition=row_partition, directed: bool = True,
                  pairs: bool = False):
-        from queries.spark.cached import CachedState, task_slots
+        from queries.spark.cached import CachedState, shuffle_to_parts, task_slots
 
         sc = rows.sparkSession.sparkContext
         self.columns = list(rows.columns)
         self.width = len(self.columns)
         self.directed, self.pairs, self.partition = directed, pairs, partition
         self.n_parts = n_parts or task_slots(sc)
-        width = self.width
-        blobs = rows.distinct().mapInArrow(_rows_udf(self.columns, self.n_parts, partition),
-                                           "part INT, blob BINARY")
-        pairs_rdd = blobs.rdd.map(lambda r: (int(r[0]), bytes(r[1])))
+        width, n = self.width, self.n_parts
 
-        def build(it):
-            parts = [pickle.loads(b) for _, b in it]
-            keys = np.concatenate(parts) if parts else np.zeros((0, width), np.int64)
-            yield np.unique(keys, axis=0) if len(keys) else keys
+        def split(keys: np.ndarray, _w) -> dict[int, np.ndarray]:
+            parts = partition(keys, n)
+            return {p: keys[parts == p] for p in np.unique(parts).tolist()}
 
-        base = pairs_rdd.partitionBy(self.n_parts, lambda p: p).mapPartitions(build, True)
+        def build(blobs: list) -> np.ndarray:
+            keys = np.concatenate(blobs) if blobs else np.zeros((0, width), np.int64)
+            return np.unique(keys, axis=0) if len(keys) else keys
+
+        base = shuffle_to_parts([(rows.distinct(), self.columns, split)], n, build)
         self.state = CachedState(sc, base, self.n_parts, _merge, compact_every)
         self.n_rows = int(sum(self.state.base.map(len).collect()))
 
