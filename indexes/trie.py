@@ -1,21 +1,26 @@
-"""Tries over consolidated Z-sets, and views that sum several tries.
+"""Tries: an index's state, changed in place, and views that sum several tries.
 
-A ``Trie`` stores a consolidated Z-set sorted in its column order level by level (CSR
-style): the distinct values of each level, offsets into the next level, weights on the
-leaves. A prefix lookup is a binary search per level; a proposal is a slice.
+A ``Trie`` holds one relation in one column order as a mutable trie
+(``wcoj.tables.TrieTable``, changed by ``wcoj.kernels.store``): level by level, each
+entry's children sorted in a segment with room to grow, so a tick of ``k`` changes is
+applied in place in O(k log N) time plus the shifts inside the segments it touches, and
+a lookup reads one structure, never a stack of runs. Level 0 is *dense* (position =
+value - base, no search) when its values span at most ``config.DENSE_SPAN`` times their number,
+as interned ids do; else sorted. When a level runs out of room the trie grows that
+level's arrays; when most of a level is dead (segments freed or moved) it compacts.
 
-A ``TrieView`` is a sum of tries (the runs of a log-structured index, plus a tick's delta)
-and implements ``wcoj``'s ``PrefixExtender`` protocol, both the batched numpy methods and
-the fused ``trie_parts()`` path of the joins.
+A ``TrieView`` is a sum of tries (an index's state, plus a tick's delta as a compact
+trie: ``wcoj.tables.TrieTable``) and implements ``wcoj``'s ``PrefixExtender`` protocol.
 
-Relies on ``wcoj`` (Z-sets, the protocol, the search kernel). Used by ``indexes.index``.
+Relies on ``wcoj`` (tables, store kernels, Z-sets, errors). Used by ``indexes.index``.
 
->>> t = Trie.from_zset(ZSet.from_rows([(1, 2), (1, 3), (2, 3)]))
->>> [v.tolist() for v in t.values], [o.tolist() for o in t.offsets]
-([[1, 2], [2, 3, 3]], [[0, 2, 3]])
->>> v = TrieView([t])
+>>> t = Trie.from_rows(np.array([[1, 2], [1, 3], [2, 3]]), np.array([1, 1, 1]))
+>>> t.apply(np.array([[2, 3], [1, 4]]), np.array([-1, 1]))
+>>> t.to_zset().to_dict()
+{(1, 2): 1, (1, 3): 1, (1, 4): 1}
+>>> v = TrieView([t.part])
 >>> v.propose(np.array([[1], [2], [5]]))[1].tolist()
-[2, 3, 3]
+[2, 3, 4]
 """
 
 from __future__ import annotations
@@ -23,373 +28,245 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from wcoj import config
 from wcoj.errors import ArityMismatchError, WeightOverflowError
-from wcoj.extenders import TrieArrays, descend
-from wcoj.kernels.intersect import find_in_ranges
-from wcoj.kernels.rowops import (SMALL_ROWS, merge_tries_flat, merge_tries_into, row_weights_lockstep,
-                                 trie_of_rows_flat, trie_of_rows_plus)
 from wcoj.rows import row_order
-from wcoj.kernels.term import address_table, level0_bits, row_weights
+from wcoj.tables import MutableTable, Stack, TableBlock
+from wcoj.kernels.store import NEED_ROOM, OK, OVERFLOW, apply_rows, prefix_ranges, row_weights
 from wcoj.zset import ZSet
 
-__all__ = ["Trie", "TrieView", "flat_size"]
+__all__ = ["Trie", "TrieView"]
 
 I64 = npt.NDArray[np.int64]
 
 
-CACHE_ROWS = 1 << 14  # tries up to this many rows keep their Z-set (a tick's runs merge often)
-LOCKSTEP_ROWS = 4096  # weight() searches up to this many rows in lockstep
-_NO_DIRECTORY = np.zeros(0, dtype=np.int64)
-_NO_DIRECTORY.flags.writeable = False
-_NATURAL = [np.arange(r, dtype=np.int64) for r in range(8)]
-PIN_ROWS = 1 << 16  # above this many rows, a trie copies its short levels out of the build buffer
-DENSE_SPAN = 32  # keep a direct index of level 0 when its value span is at most 32x its size
-DIRECTORY_ROWS = 1 << 14  # a trie built by a kernel with fewer rows gets none (see Trie._built)
-BITS_ROWS = 1 << 12  # ... but from this many rows a bit set of level 0 (smaller runs are an
-                     # index's tail, rebuilt by the next tick: indexes.index.MIN_RUN), when
-BITS_SPAN = 256      # its span is at most this many times its rows (32 bytes a row at most)
-
-
-def _directory(level0: I64) -> tuple[I64, int]:
-    """``(dense0, base0)``: position of each level-0 value by ``value - base0`` (-1 if absent).
-
-    Built only when the span of the values is at most ``DENSE_SPAN`` times their number
-    (interned ids usually are), so a lookup of a whole frontier's values in level 0 is one
-    array access each instead of a search; otherwise an empty directory.
-    """
-    n = level0.shape[0]
-    if n < 64 or int(level0[-1]) - int(level0[0]) + 1 > DENSE_SPAN * n:
-        return np.zeros(0, dtype=np.int64), 0
-    base = int(level0[0])
-    dense = np.full(int(level0[-1]) - base + 1, -1, dtype=np.int64)
-    dense[level0 - base] = np.arange(n, dtype=np.int64)
-    dense.flags.writeable = False
-    return dense, base
-
-
-def warm_up_merges() -> None:
-    """Load the kernels that merge an index's runs: a small merge (in a commit), one that
-    makes a run with a bit set, and a large one (on the merge thread). A stream of small
-    ticks first needs them after thousands of ticks, and Numba reads a kernel from its
-    cache on its first call in a process: that tick took ~20 ms instead of ~0.15.
-    Used by ``queries.graph.warm_up``; a few milliseconds."""
-    rng = np.random.default_rng(0)
-    for n in (8, BITS_ROWS + 8, PIN_ROWS + 8):
-        keys = np.unique(rng.integers(0, 4 * n, (n, 2)), axis=0)
-        a = Trie.from_rows(keys, np.ones(len(keys), dtype=np.int64), presorted=True)
-        a.plus(Trie.from_rows(keys[:3] + 1, np.ones(3, dtype=np.int64), presorted=True)).table()
-
-
-def flat_size(n: int, r: int) -> int:
-    """Length of the flat buffer of an ``r``-level trie with room ``n`` per level
-    (``rowops.trie_of_rows_flat``): values, offsets (one dummy row when ``r = 1``), weights."""
-    return r * n + max(r - 1, 1) * (n + 1) + n
-
-
-def _build_args(keys, weights, presorted: bool, columns):
-    """The arguments of the trie build kernels for ``Trie.from_rows``' inputs:
-    ``(keys, columns, weights, order, sort)``."""
-    keys = np.ascontiguousarray(keys, dtype=np.int64)
-    n, r = keys.shape
-    if r == 0:
-        raise ArityMismatchError("trie", 1, 0, "a trie needs at least one column")
-    sort = not presorted and n <= SMALL_ROWS
-    if columns is None:
-        columns = _NATURAL[r] if r < len(_NATURAL) else np.arange(r, dtype=np.int64)
-    elif not sort:  # a large input is sorted by row_order, which needs the columns in place
-        keys, columns = np.ascontiguousarray(keys[:, columns]), np.arange(r, dtype=np.int64)
-    order = np.arange(n, dtype=np.int64) if presorted or sort else row_order(keys)
-    return keys, columns, np.ascontiguousarray(weights, dtype=np.int64), order, sort
+def _dense_range(lo: int, hi: int, n0: int) -> bool:
+    """Whether level-0 values in ``[lo, hi]``, ``n0`` of them, are laid out dense
+    (``config.DENSE_SPAN``, ``config.DENSE_MIN``)."""
+    return n0 >= config.DENSE_MIN and hi - lo + 1 <= config.DENSE_SPAN * n0
 
 
 class Trie:
-    """A consolidated Z-set stored level by level.
+    """One relation in one column order, changed in place.
 
-    Build with ``Trie.from_zset(z)``: ``z``'s rows must already be in the trie's column
-    order (they are sorted lexicographically, which is what the levels need).
-
-    A small trie a build kernel wrote keeps only its buffer and ``table()`` until its
-    arrays are asked for (``arrays``, ``values``, ...): the joins of a tick read the
-    table alone, and a tick makes four such tries.
+    Build with ``from_rows`` or ``load``; change with ``apply``. ``part`` is the
+    ``MutableTable`` the joins read: its table rows live in ``block`` (shared by the
+    tries of one set of relations) and stay put when the trie grows; ``version`` counts
+    growths, so a cached stack of tables knows when to re-stack.
     """
 
-    __slots__ = ("arity", "n_rows", "_arrays", "_table", "_buf", "_room", "_rows")
+    __slots__ = ("arity", "part", "version")
 
-    def __init__(self, values: list[I64], offsets: list[I64], weights: I64, arity: int):
-        self._wrap(TrieArrays(values, offsets, weights, *_directory(values[0])), arity)
-
-    def _wrap(self, a: TrieArrays, arity: int) -> Trie:
-        self._arrays = a
-        self._table = self._buf = None
+    def __init__(self, arity: int, block: TableBlock | None = None):
+        if arity < 1:
+            raise ArityMismatchError("trie", 1, arity, "a trie needs at least one column")
         self.arity = arity
-        self.n_rows = int(a.weights.shape[0])
-        self._rows = None  # the Z-set it was built from, kept for small tries
-        return self
-
-    @property
-    def arrays(self) -> TrieArrays:
-        """The levels as a ``TrieArrays`` (read-only)."""
-        a = self._arrays
-        if a is None:
-            a = self._arrays = self._unpack(self._buf, self._table, self._room, self.arity)
-        return a
-
-    @property
-    def values(self) -> tuple[I64, ...]:
-        return self.arrays.values
-
-    @property
-    def offsets(self) -> tuple[I64, ...]:
-        return self.arrays.offsets
-
-    @property
-    def weights(self) -> I64:
-        return self.arrays.weights
-
-    def table(self) -> I64:
-        """``TrieArrays.table()`` of this trie (what the join kernels read)."""
-        t = self._table
-        return t if t is not None else self.arrays.table()
-
-    @staticmethod
-    def _unpack(buf: I64, table: I64, n: int, r: int) -> TrieArrays:
-        """The arrays of a trie in ``trie_of_rows_flat``'s layout in ``buf`` (room ``n``
-        per level), its table ``table``; no directory (see ``_built``)."""
-        c = table[:, 1].tolist()
-        at = flat_size(n, r) - n
-        values = tuple([buf[j * n:j * n + c[j]] for j in range(r)])
-        offsets = tuple([buf[r * n + j * (n + 1):r * n + j * (n + 1) + c[j] + 1] for j in range(r - 1)])
-        return TrieArrays.trusted(values, offsets, buf[at:at + c[r - 1]], table)
-
-    @classmethod
-    def _built(cls, a: TrieArrays, table: I64, arity: int) -> Trie:
-        """A trie of arrays a build kernel just wrote (read-only, ``table`` filled).
-
-        A small trie gets no level-0 directory: its values are searched (they fit in
-        cache), and a tick's merged last run would otherwise build a directory the size
-        of the id span every tick (~230 us a tick on a 100k-edge graph). From
-        ``BITS_ROWS`` rows it gets a bit set of level 0 instead (64x smaller), so that the
-        join's searches of the values a tick looks up, mostly in no small run, stop at a
-        bit test. Either is recorded in ``table``, which the build kernel made for this
-        trie alone."""
-        values, weights = a.values, a.weights
-        n = weights.shape[0]
-        bits = None
-        dense, base = _directory(values[0]) if n >= DIRECTORY_ROWS else (_NO_DIRECTORY, 0)
-        if dense.shape[0]:
-            table[0, 3:] = address_table(values[:1], a.offsets[:1] or (weights,), dense, base)[0, 3:]
-        elif n >= BITS_ROWS and int(values[0][-1]) - int(values[0][0]) < BITS_SPAN * n:
-            bits = level0_bits(values[0], table)
-        a = TrieArrays.trusted(values, a.offsets, weights, table, dense, base, bits)
-        return cls.__new__(cls)._wrap(a, arity)
-
-    @classmethod
-    def from_zset(cls, z: ZSet) -> Trie:
-        """Levels of ``z`` (consolidated, so sorted): one pass over the rows, O(n * arity)."""
-        t = cls.from_rows(z.keys, z.weights, presorted=True)
-        if len(z) <= CACHE_ROWS:
-            t._rows = z
-        return t
-
-    @classmethod
-    def from_rows(cls, keys: I64, weights: I64, presorted: bool = False, columns=None) -> Trie:
-        """The trie of unique rows ``keys`` (``int64[n, arity]``, in any order unless
-        ``presorted``) with ``weights`` (non-zero), their columns taken in the order
-        ``columns`` (``int64[arity]``, default as they are): one kernel call.
-
-        Complexity: O(n * arity) after the sort (insertion sort for a tick's few rows).
-
-        >>> t = Trie.from_rows(np.array([[2, 1], [1, 5], [1, 3]]), np.array([7, 8, 9]))
-        >>> t.to_zset().to_dict()
-        {(1, 3): 9, (1, 5): 8, (2, 1): 7}
-        """
-        keys, columns, weights, order, sort = _build_args(keys, weights, presorted, columns)
-        n, r = keys.shape
-        buf, table = np.empty(flat_size(n, r), dtype=np.int64), np.empty((r, 6), dtype=np.int64)
-        trie_of_rows_flat(keys, columns, weights, order, sort, buf, table)
-        return cls.from_flat(buf, table, n, r)
-
-    def plus_rows(self, keys: I64, weights: I64, presorted: bool = False, columns=None) -> tuple[Trie, Trie]:
-        """``(t, self.plus(t))`` where ``t = Trie.from_rows(keys, weights, presorted, columns)``,
-        in one kernel call while the sum stays small (``PIN_ROWS``): how an index stages
-        a tick's change that its commit will merge into its last run.
-
-        >>> run = Trie.from_rows(np.array([[1, 2], [1, 3]]), np.array([1, 1]))
-        >>> t, s = run.plus_rows(np.array([[1, 3], [2, 1]]), np.array([-1, 1]))
-        >>> t.to_zset().to_dict(), s.to_zset().to_dict()
-        ({(1, 3): -1, (2, 1): 1}, {(1, 2): 1, (2, 1): 1})
-        """
-        n, r = len(keys), self.arity
-        n2 = self.n_rows + n
-        if n2 > PIN_ROWS or not n or not self.n_rows or np.shape(keys)[1] != r:
-            t = Trie.from_rows(keys, weights, presorted, columns)
-            return t, self.plus(t)
-        keys, columns, weights, order, sort = _build_args(keys, weights, presorted, columns)
-        buf, buf2 = np.empty(flat_size(n, r), dtype=np.int64), np.empty(flat_size(n2, r), dtype=np.int64)
-        table, table2 = np.empty((r, 6), dtype=np.int64), np.empty((r, 6), dtype=np.int64)
-        bad_row = np.empty(r, dtype=np.int64)
-        bad = trie_of_rows_plus(keys, columns, weights, order, sort, buf, table,
-                                self.table(), n2, buf2, bad_row, table2)
-        t = Trie.from_flat(buf, table, n, r)
-        if bad >= 0:
-            self._overflow(t, bad_row)
-        return t, Trie.from_flat(buf2, table2, n2, r)
-
-    @classmethod
-    def from_flat(cls, buf: I64, table: I64, n: int, r: int) -> Trie:
-        """The trie a kernel wrote into ``buf`` in ``trie_of_rows_flat``'s layout (room
-        ``n`` per level), its table in ``table``. Too small for a directory or a bit set
-        (see ``_built``), its arrays are unpacked when first asked for."""
-        buf.flags.writeable = False
-        if n < BITS_ROWS and n < DIRECTORY_ROWS:  # no directory, no bit set: nothing to add to the table
-            t = cls.__new__(cls)
-            t._arrays, t._rows = None, None
-            t._table, t._buf, t._room, t.arity = table, buf, n, r
-            t.n_rows = int(table[r - 1, 1])
-            return t
-        a = cls._unpack(buf, table, n, r)
-        if n > PIN_ROWS and 2 * int(table[:, 1].min()) <= n:  # a level is short: copy them out, not to pin buf
-            return cls([v.copy() for v in a.values], [o.copy() for o in a.offsets], a.weights.copy(), r)
-        return cls._built(a, table, r)
-
-    @classmethod
-    def empty(cls, arity: int) -> Trie:
-        return cls.from_zset(ZSet.empty(arity))
-
-    def plus(self, other: Trie) -> Trie:
-        """The sum of two tries in the same column order, merged level by level.
-
-        Complexity: O((len(self) + len(other)) * arity), one kernel call; rows whose
-        weights cancel are dropped.
-
-        >>> a = Trie.from_zset(ZSet.from_rows([(1, 2), (1, 3)]))
-        >>> b = Trie.from_zset(ZSet.from_dict({(1, 3): -1, (2, 1): 1}))
-        >>> a.plus(b).to_zset().to_dict()
-        {(1, 2): 1, (2, 1): 1}
-        """
-        if other.arity != self.arity:
-            raise ArityMismatchError("trie plus", self.arity, other.arity)
-        if not other.n_rows:
-            return self
-        if not self.n_rows:
-            return other
-        r = self.arity
-        n = self.n_rows + other.n_rows
-        if n <= PIN_ROWS:  # room n per level: over-allocated, and few Python steps
-            buf = np.empty(flat_size(n, r), dtype=np.int64)
-            table, bad_row = np.empty((r, 6), dtype=np.int64), np.empty(r, dtype=np.int64)
-            if merge_tries_flat(self.table(), other.table(), n, buf, bad_row, table) >= 0:
-                self._overflow(other, bad_row)
-            return Trie.from_flat(buf, table, n, r)
-        # a large merge: exact room per level (it is kept long), separate arrays
-        room = [a.shape[0] + b.shape[0] for a, b in zip(self.values, other.values)]
-        vstart = np.concatenate([[0], np.cumsum(room)]).astype(np.int64)
-        ostart = vstart[:r] + np.arange(r, dtype=np.int64)
-        values = np.empty(int(vstart[r]), dtype=np.int64)
-        offsets = np.empty(int(vstart[r - 1]) + r - 1, dtype=np.int64)
-        weights = np.empty(room[r - 1], dtype=np.int64)
-        counts, bad_row = np.empty(r, dtype=np.int64), np.empty(r, dtype=np.int64)
-        if merge_tries_into(self.table(), other.table(), values, offsets, vstart, ostart,
-                            weights, counts, bad_row, np.empty((r, 6), dtype=np.int64)) >= 0:
-            self._overflow(other, bad_row)
-        c = counts.tolist()
-        return Trie([values[vstart[j]:vstart[j] + c[j]] for j in range(r)],
-                    [offsets[ostart[j]:ostart[j] + c[j] + 1] for j in range(r - 1)], weights[:c[r - 1]], r)
-
-    def _overflow(self, other: Trie, bad_row: I64) -> None:
-        row = tuple(bad_row.tolist())
-        raise WeightOverflowError(f"the weights of row {row} sum beyond int64: "
-                                  f"{self.weight_of(row)} + {other.weight_of(row)} does not fit")
-
-    def weight_of(self, row: tuple[int, ...]) -> int:
-        """The weight of one row (0 when absent)."""
-        return int(TrieView([self]).weight(np.array([row], dtype=np.int64))[0])
-
-    def to_zset(self) -> ZSet:
-        """The rows again (sorted in the trie's column order)."""
-        if self._rows is not None:
-            return self._rows
-        cols = [self.values[-1]]
-        idx = np.arange(self.n_rows, dtype=np.int64)
-        for j in range(self.arity - 2, -1, -1):
-            # parent of each child position at level j+1
-            parent = np.repeat(np.arange(len(self.values[j])), np.diff(self.offsets[j]))
-            idx = parent[idx]
-            cols.append(self.values[j][idx])
-        keys = np.stack(cols[::-1], axis=1) if cols else np.zeros((0, 0), dtype=np.int64)
-        return ZSet(np.ascontiguousarray(keys, dtype=np.int64), self.weights.copy())
-
-    def __len__(self) -> int:
-        return self.n_rows
-
-    def nbytes(self) -> int:
-        """Bytes held by the arrays, the level-0 directory or bit set included."""
-        return int(sum(v.nbytes for v in self.values) + sum(o.nbytes for o in self.offsets)
-                   + self.weights.nbytes + self.arrays.dense0.nbytes + self.arrays.bits0.nbytes)
+        self.part = MutableTable(block if block is not None else TableBlock(), arity, [16] * arity)
+        self.version = 0
 
     def __repr__(self) -> str:
         return f"Trie(arity={self.arity}, rows={self.n_rows})"
 
-    def descend(self, prefix: I64) -> tuple[I64, I64]:
-        """Ranges ``[lo, hi)`` at level ``d`` under each row of ``prefix`` (``int64[n, d]``)."""
-        return descend(self.arrays, np.ascontiguousarray(prefix, dtype=np.int64))
+    def __len__(self) -> int:
+        return self.part.rows
+
+    @property
+    def n_rows(self) -> int:
+        return self.part.rows
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def from_rows(cls, keys: I64, weights: I64, presorted: bool = False, columns=None,
+                  block: TableBlock | None = None) -> Trie:
+        """The trie of unique rows ``keys`` (``int64[n, arity]``) with non-zero
+        ``weights``, columns taken in the order ``columns`` (default as they are);
+        sorted first unless ``presorted``.
+
+        >>> Trie.from_rows(np.array([[2, 1], [1, 5]]), np.array([7, 8])).to_zset().to_dict()
+        {(1, 5): 8, (2, 1): 7}
+        """
+        keys = np.ascontiguousarray(keys, dtype=np.int64)
+        t = cls(keys.shape[1], block)
+        t.load(keys, weights, presorted, columns)
+        return t
+
+    @classmethod
+    def from_zset(cls, z: ZSet) -> Trie:
+        """The trie of a consolidated Z-set (its rows already in the trie's order)."""
+        return cls.from_rows(z.keys, z.weights, presorted=True)
+
+    def load(self, keys: I64, weights: I64, presorted: bool = False, columns=None) -> None:
+        """Replace the whole state by the rows ``keys`` with ``weights`` (see ``from_rows``)."""
+        keys = np.ascontiguousarray(keys, dtype=np.int64)
+        weights = np.ascontiguousarray(weights, dtype=np.int64)
+        if columns is not None:
+            keys = np.ascontiguousarray(keys[:, list(columns)])
+        if len(keys) and (not presorted or columns is not None):
+            order = row_order(keys)
+            keys, weights = np.ascontiguousarray(keys[order]), np.ascontiguousarray(weights[order])
+        self._refill(keys, weights)
+
+    def _layout(self, keys: I64, extra: int = 0):
+        """``(rooms per level, dense)`` for the sorted rows ``keys``, with room to grow."""
+        n, r = keys.shape
+        counts = []
+        for j in range(r):
+            if j == r - 1 or not n:
+                counts.append(n)
+            else:
+                counts.append(1 + int(np.count_nonzero(np.any(keys[1:, :j + 1] != keys[:-1, :j + 1], axis=1))))
+        rooms = [int(c * config.GROWTH) + config.SLACK + extra for c in counts]
+        dense = None
+        if n and _dense_range(int(keys[0, 0]), int(keys[-1, 0]), counts[0]):
+            span = int(keys[-1, 0]) - int(keys[0, 0]) + 1
+            dense = (int(keys[0, 0]), span)
+            rooms[0] = int(span * config.GROWTH) + config.SLACK
+        return rooms, dense
+
+    def _refill(self, keys: I64, weights: I64, extra: int = 0, dense=False, room0: int = 0) -> None:
+        """Replace the state by the sorted rows ``keys``/``weights``, compact, with room
+        (``extra`` more per level); level 0 dense as ``dense`` when given (else chosen)."""
+        rooms, auto = self._layout(keys, extra)
+        if dense is False:
+            dense = auto
+        if dense is not None:
+            rooms[0] = max(rooms[0], room0, dense[1] + config.SLACK)
+        self.part.refill(keys, weights, rooms, dense)
+        self.version += 1
+
+    # ------------------------------------------------------------------ changes
+    def apply(self, keys: I64, weights: I64, reserve: I64 | None = None) -> None:
+        """Add the rows ``keys`` (in this trie's column order) with ``weights`` in place.
+
+        Raises ``WeightOverflowError`` before changing anything when a row's weight sum
+        would not fit in int64.
+        """
+        keys = np.ascontiguousarray(keys, dtype=np.int64)
+        weights = np.ascontiguousarray(weights, dtype=np.int64)
+        if not len(keys):
+            return
+        now = self.weights(keys)
+        total = now + weights
+        bad = np.flatnonzero(((now ^ total) & (weights ^ total)) < 0)
+        if len(bad):
+            i = int(bad[0])
+            raise WeightOverflowError(f"the weights of row {tuple(keys[i].tolist())} sum beyond int64: "
+                                      f"{int(now[i])} + {int(weights[i])} does not fit")
+        start = 0
+        reserve = np.zeros(self.arity, dtype=np.int64) if reserve is None else reserve
+        while True:
+            start, code, level, need = apply_rows(self.part.table, keys, weights, start, reserve)
+            if code == OK:
+                return
+            assert code == NEED_ROOM, code  # overflows were ruled out above
+            self.make_room(level, need)
+
+    def make_room(self, level: int, need: int) -> None:
+        """Give ``level`` room for ``need`` more entries (for a dense level 0: room for
+        position ``need``), by growing its arrays or compacting the trie."""
+        part = self.part
+        dense = part.dense
+        if level == 0 and dense is not None:
+            base, n0 = dense
+            lo, hi = min(base, base + need), max(base + n0 - 1, base + need)
+            if _dense_range(lo, hi, part.level_size(0) + 1) or hi - lo < config.SLACK:
+                new_lo = base if lo == base else lo - config.SLACK
+                keys, weights = part.rows_arrays()
+                self._refill(keys, weights, dense=(new_lo, base + n0 - new_lo),
+                             room0=int((hi - new_lo + 1) * config.GROWTH) + config.SLACK)
+            else:
+                self._refill(*part.rows_arrays(), dense=None)
+            return
+        used, dead = part.used(level), part.dead(level)
+        if dead * 2 > used:
+            self._refill(*part.rows_arrays(), extra=need)
+        else:
+            part.grow_level(level, int((used + need) * config.GROWTH) + config.SLACK)
+            self.version += 1
+
+    def weights(self, keys: I64) -> I64:
+        """The weight of each row of ``keys`` (0 where absent)."""
+        out = np.zeros(len(keys), dtype=np.int64)
+        if len(keys) and self.n_rows:
+            row_weights(self.part.table, _FIRST0, np.ascontiguousarray(keys, dtype=np.int64), out)
+        return out
+
+    def to_zset(self) -> ZSet:
+        """The rows again (sorted in the trie's column order)."""
+        keys, weights = self.part.rows_arrays()
+        return ZSet(keys, weights)
+
+    def nbytes(self) -> int:
+        return self.part.nbytes()
+
+
+_FIRST0 = np.zeros(1, dtype=np.int64)
 
 
 class TrieView:
-    """A sum of tries with the same arity and column order: one view of an index.
-
-    Implements ``wcoj.extenders.PrefixExtender``. ``count`` is an upper bound (values in
-    several parts count once per part); ``propose`` merges parts and drops duplicates.
-    Intermediate levels carry no weight: a prefix whose rows cancel across parts may still
-    be proposed; its weight, summed at the last column, is then 0.
+    """A sum of tries (``Trie`` objects, or the kernels' tables: ``MutableTable``,
+    ``TrieTable``) with one arity and column order: one view of an index. Implements ``wcoj.extenders.PrefixExtender``: its ``tries()`` are the
+    parts; ``count`` is an upper bound (a value in several parts counts once per part);
+    ``propose`` merges the parts and drops duplicates. Intermediate levels carry no
+    weight: a prefix whose rows cancel across parts may be proposed; its weight, summed
+    at the last column, is then 0.
     """
 
-    __slots__ = ("parts", "arity", "_table")
+    __slots__ = ("parts", "arity", "_stack")
 
-    def __init__(self, parts: list[Trie], arity: int | None = None):
-        self.parts = [p for p in parts if p.n_rows]
-        self._table = None
+    def __init__(self, parts: list, arity: int | None = None):
+        parts = [p.part if isinstance(p, Trie) else p for p in parts]
+        self.parts = [p for p in parts if p.rows]
+        self._stack = None
         self.arity = parts[0].arity if parts else int(arity or 0)
         if arity is not None and parts and parts[0].arity != arity:
             raise ArityMismatchError("trie view", arity, parts[0].arity)
 
     def __repr__(self) -> str:
-        return f"TrieView(arity={self.arity}, parts={[p.n_rows for p in self.parts]})"
+        return f"TrieView(arity={self.arity}, parts={[p.rows for p in self.parts]})"
 
     def __len__(self) -> int:
         """Rows summed over parts (an upper bound on distinct rows)."""
-        return sum(p.n_rows for p in self.parts)
+        return sum(p.rows for p in self.parts)
 
-    def trie_parts(self) -> list[TrieArrays]:
-        """The parts as plain arrays, for the fused join kernels."""
-        return [p.arrays for p in self.parts]
+    def tries(self) -> list:
+        return self.parts
 
-    def parts_table(self) -> I64:
-        """The parts' ``TrieArrays.table()`` stacked (``int64[parts * arity, 6]``); cached."""
-        if self._table is None:
-            self._table = (np.concatenate([p.table() for p in self.parts]) if self.parts
-                           else np.zeros((0, 6), dtype=np.int64))
-        return self._table
+    def stack(self) -> Stack:
+        if self._stack is None:
+            self._stack = Stack(self.parts)
+        return self._stack
+
+    def _ranges(self, prefix: I64) -> tuple[I64, I64]:
+        s = self.stack()
+        n = prefix.shape[0]
+        lo = np.zeros((n, len(self.parts)), dtype=np.int64)
+        hi = np.zeros((n, len(self.parts)), dtype=np.int64)
+        if self.parts and n:
+            prefix_ranges(s.table, s.first, self.arity, prefix, lo, hi)
+        return lo, hi
 
     def count(self, prefix: I64) -> I64:
         prefix = np.ascontiguousarray(prefix, dtype=np.int64)
-        total = np.zeros(prefix.shape[0], dtype=np.int64)
-        for p in self.parts:
-            lo, hi = p.descend(prefix)
-            total += hi - lo
-        return total
+        lo, hi = self._ranges(prefix)
+        return (hi - lo).sum(axis=1)
 
     def propose(self, prefix: I64) -> tuple[I64, I64]:
         prefix = np.ascontiguousarray(prefix, dtype=np.int64)
         d = prefix.shape[1]
+        lo, hi = self._ranges(prefix)
         rows, vals = [], []
-        for p in self.parts:
-            lo, hi = p.descend(prefix)
-            cnt = hi - lo
+        for q, p in enumerate(self.parts):
+            cnt = hi[:, q] - lo[:, q]
             r = np.repeat(np.arange(prefix.shape[0], dtype=np.int64), cnt)
-            start = np.repeat(lo - (np.cumsum(cnt) - cnt), cnt)
+            start = np.repeat(lo[:, q] - (np.cumsum(cnt) - cnt), cnt)
+            pos = start + np.arange(r.shape[0], dtype=np.int64)
+            values = p.level_values(d)[pos]
+            if d == 0 and p.dense is not None:
+                keep = p.present0()[pos]
+                r, values = r[keep], values[keep]
             rows.append(r)
-            vals.append(p.values[d][start + np.arange(r.shape[0], dtype=np.int64)])
+            vals.append(values)
         if not rows:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         z = ZSet.from_arrays(np.stack([np.concatenate(rows), np.concatenate(vals)], axis=1))
@@ -397,15 +274,9 @@ class TrieView:
 
     def intersect(self, prefix: I64, candidates: I64) -> npt.NDArray[np.bool_]:
         prefix = np.ascontiguousarray(prefix, dtype=np.int64)
-        candidates = np.ascontiguousarray(candidates, dtype=np.int64)
-        d = prefix.shape[1]
-        mask = np.zeros(prefix.shape[0], dtype=bool)
-        pos = np.empty(prefix.shape[0], dtype=np.int64)
-        for p in self.parts:
-            lo, hi = p.descend(prefix)
-            find_in_ranges(p.values[d], lo, hi, candidates, pos)
-            mask |= pos >= 0
-        return mask
+        candidates = np.ascontiguousarray(candidates, dtype=np.int64).reshape(-1, 1)
+        lo, hi = self._ranges(np.concatenate([prefix, candidates], axis=1))
+        return ((hi - lo) > 0).any(axis=1) if self.parts else np.zeros(prefix.shape[0], dtype=bool)
 
     def weight(self, rows: I64) -> I64:
         rows = np.ascontiguousarray(rows, dtype=np.int64)
@@ -414,11 +285,8 @@ class TrieView:
             return out
         if rows.shape[1] != self.arity:
             raise ArityMismatchError("weight lookup", self.arity, rows.shape[1])
-        first = np.arange(len(self.parts), dtype=np.int64) * self.arity
-        # a few rows miss the cache at every level: search them side by side; many sorted
-        # rows walk the levels in order, which one row at a time does best
-        lookup = row_weights_lockstep if rows.shape[0] <= LOCKSTEP_ROWS else row_weights
-        bad = lookup(self.parts_table(), first, rows, out)
+        s = self.stack()
+        bad = row_weights(s.table, s.first, rows, out)
         if bad >= 0:
             raise WeightOverflowError(f"the weights of row {tuple(rows[bad].tolist())} sum beyond int64")
         return out
@@ -427,6 +295,8 @@ class TrieView:
         """The consolidated sum of the parts (in this view's column order)."""
         if not self.parts:
             return ZSet.empty(self.arity)
-        zs = [p.to_zset() for p in self.parts]
-        return ZSet.from_arrays(np.concatenate([z.keys for z in zs]),
-                                np.concatenate([z.weights for z in zs]), arity=self.arity)
+        rows = [p.rows_arrays() for p in self.parts]
+        if len(rows) == 1:
+            return ZSet(*rows[0])
+        return ZSet.from_arrays(np.concatenate([k for k, _ in rows]),
+                                np.concatenate([w for _, w in rows]), arity=self.arity)

@@ -3,9 +3,20 @@
 A ``Graph`` keeps three relations (see ``queries.patterns``): ``D`` the directed simple
 graph, ``O`` and ``S`` the undirected simple graph (oriented and symmetric). Edge updates
 have set semantics: inserting an edge already there, or deleting one that is not, changes
-nothing; self-loops are dropped. Each registered view is an ``IncrementalGenericJoin``;
-a tick stages the relations' deltas, asks every view for its change, and commits only
-when all of them succeeded, so a failed tick leaves every index and view as it was.
+nothing; a tick's deletes apply after its inserts; self-loops are dropped. Each
+registered view is an ``IncrementalGenericJoin`` over them.
+
+A tick takes one of two routes, both the telescoping delta rule over the same join
+program, both all or nothing:
+
+* up to ``config.CHANGE_ROWS`` edge changes, change by change in one kernel call
+  (``indexes.transaction.ChangePlan``): each change's terms read the indexes as they are
+  plus the one changed edge, then the change is applied in place;
+* above that, one transaction (``indexes.transaction``): the tick's delta is staged on
+  every index, every view's terms run over all of it (split into shares on threads), and
+  the change is committed in place.
+
+The graph is safe to share between threads: one lock serialises its reads and ticks.
 
 >>> g = Graph()
 >>> g.load_edges(np.array([[1, 2], [1, 3]]))
@@ -29,30 +40,32 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from indexes.index import Relation
-from indexes.trie import warm_up_merges
+from indexes.transaction import ChangePlan, Store
 from queries.patterns import Pattern, by_name
-from wcoj.errors import InputError, QueryError, WcojError
+from wcoj import config
+from wcoj.errors import InputError, QueryError
 from wcoj.generic_join import IncrementalGenericJoin
-from wcoj.kernels.rowops import (SMALL_ROWS, edge_delta_into, edge_delta_sorted, first_outside, last_edge_ops_into,
-                                 pack_edge_ops)
-from wcoj.kernels.tick import JOINED, NO_CHANGE, UNFUSED, edge_tick
 from wcoj.zset import ZSet
 
-__all__ = ["Graph", "GraphView", "Tick", "as_edge_array", "settle_heap", "warm_up"]
+__all__ = ["Graph", "GraphView", "Tick", "as_edge_array", "settle_heap", "warm_up", "MAX_ID"]
 
 I64 = npt.NDArray[np.int64]
 MAX_ID = (1 << 62) - 1
-_PART_ROWS = np.arange(0, 2 * 64, 2, dtype=np.int64)  # the level-0 row of each part of a binary view
 _OPS = {"<": np.less, "!=": np.not_equal}
-NUMPY_SORT_ROWS = 4096  # a tick of more edge changes sorts them with numpy, not inside the kernel
+_NO_EDGES = np.zeros((0, 2), dtype=np.int64)
+_NO_EDGES.flags.writeable = False
 
 
-def as_edge_array(edges, what: str = "edges") -> I64:
-    """Validate an edge array: integer dtype, shape (m, 2), ids in [0, 2**62)."""
+def _edge_input(edges, what: str) -> I64:
+    """``edges`` as a C-contiguous ``int64[m, 2]`` array (shape and dtype checked; the
+    range of the ids is checked by whoever reads them: ``as_edge_array`` or a tick's
+    kernel)."""
+    if type(edges) is np.ndarray and edges.dtype == np.int64 and edges.ndim == 2 and edges.shape[1] == 2 \
+            and edges.flags.c_contiguous:
+        return edges
     arr = np.asarray(edges)
     if arr.size == 0:
-        return np.zeros((0, 2), dtype=np.int64)
+        return _NO_EDGES
     if arr.ndim != 2 or arr.shape[1] != 2:
         raise InputError(f"{what} must have shape (m, 2), got {arr.shape}")
     if arr.dtype.kind not in "iu":
@@ -60,41 +73,20 @@ def as_edge_array(edges, what: str = "edges") -> I64:
     if arr.dtype == np.uint64 and int(arr.max()) > MAX_ID:
         bad = int(np.argmax(arr.max(axis=1) > MAX_ID))
         raise InputError(f"{what}: node id {int(arr[bad].max())} in row {bad} is out of range [0, 2**62)")
-    arr = np.ascontiguousarray(arr, dtype=np.int64)
-    bad = first_outside(arr.reshape(-1), 0, MAX_ID)
-    if bad >= 0:
-        r, c = divmod(bad, 2)
-        raise InputError(f"{what}: node id {int(arr[r, c])} in row {r} is out of range [0, 2**62)")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def _bad_id(arr: I64, flat: int, what: str) -> InputError:
+    r, c = divmod(int(flat), 2)
+    return InputError(f"{what}: node id {int(arr[r, c])} in row {r} is out of range [0, 2**62)")
+
+
+def as_edge_array(edges, what: str = "edges") -> I64:
+    """Validate an edge array: integer dtype, shape (m, 2), ids in [0, 2**62)."""
+    arr = _edge_input(edges, what)
+    if arr.shape[0] and (arr.min() < 0 or arr.max() > MAX_ID):
+        raise _bad_id(arr, np.flatnonzero((arr < 0) | (arr > MAX_ID))[0], what)
     return arr
-
-
-def _last_ops(inserts: I64, deletes: I64, normalise: bool) -> tuple[I64, npt.NDArray[np.bool_]]:
-    """The edges a tick touches (sorted, unique; self-loops dropped; pairs as ``(min, max)``
-    when ``normalise``) and whether the last operation on each is an insert (deletes apply
-    after inserts). One sort of a packed int64 per operation, or a lexsort for huge ids."""
-    n = len(inserts) + len(deletes)
-    packed = np.empty(n, dtype=np.int64)
-    m, bv, bo = pack_edge_ops(inserts, deletes, normalise, packed)
-    if m >= 0:
-        packed = np.sort(packed[:m])
-        rows, insert = np.empty((m, 2), dtype=np.int64), np.empty(m, dtype=np.bool_)
-        m = last_edge_ops_into(packed, len(inserts), bv, bo, rows, insert)
-        return rows[:m], insert[:m]
-    rows = np.concatenate([inserts, deletes])
-    insert = np.arange(n) < len(inserts)
-    keep = rows[:, 0] != rows[:, 1]
-    rows, insert = rows[keep], insert[keep]
-    if normalise:
-        rows = np.sort(rows, axis=1)
-    order = np.lexsort((np.arange(len(rows)), rows[:, 1], rows[:, 0]))
-    rows, insert = rows[order], insert[order]
-    last = np.ones(len(rows), dtype=bool)
-    last[:-1] = np.any(rows[1:] != rows[:-1], axis=1)
-    return np.ascontiguousarray(rows[last]), insert[last]
-
-
-def _nothing() -> None:
-    """The commit of a tick that changed nothing."""
 
 
 def settle_heap() -> None:
@@ -102,13 +94,11 @@ def settle_heap() -> None:
 
     Call it once after loading a graph and registering its views, before a long stream
     of ticks. Python's full collections rescan every live container; with Numba and the
-    engine loaded a full collection takes ~45 ms on this machine, and ticks trigger one
-    every few dozen ticks, which added ~0.4 ms to a tick of 10 changes on average and put
-    50 ms spikes in its latency. Frozen objects are never collected, so this is a
-    process-wide choice: the library never makes it on its own (``wcoj stream``, the demo
-    and the benchmarks do). At exit the objects are handed back to the collector
-    (``gc.unfreeze``), so that the interpreter's last collection still finalises them:
-    extension modules such as DuckDB's otherwise report them as leaks.
+    engine loaded a full collection takes tens of milliseconds, and ticks trigger one
+    every few dozen ticks. Frozen objects are never collected, so this is a process-wide
+    choice: the library never makes it on its own (``wcoj stream``, the demo and the
+    benchmarks do). At exit the objects are handed back to the collector
+    (``gc.unfreeze``), so that the interpreter's last collection still finalises them.
     """
     global _UNFREEZE_AT_EXIT
     gc.collect()
@@ -122,32 +112,23 @@ _UNFREEZE_AT_EXIT = False
 
 
 def warm_up(patterns=("triangle",), directed: bool = False) -> None:
-    """Run a tiny graph through every kernel a stream of ticks uses, so the first real
-    ticks do not pay for loading them.
-
-    Numba compiles a kernel, or reads it from its on-disk cache, on its first call in a
-    process: a few milliseconds each, and a tick that first needs one (its first result
-    row, its first frontier that outgrows its buffer, its first lookup of more than a
-    few thousand rows) was up to 14x slower than its neighbours. Call it before timing or
-    serving ticks, with the patterns your views use; it touches no state of yours.
-    ``wcoj stream``, the demo and the benchmarks do.
-    """
+    """Run a tiny graph through both routes of a tick for ``patterns``, so the first real
+    ticks do not pay for loading their kernels (a kernel's first call in a process
+    compiles it or reads Numba's on-disk cache). It touches no state of yours.
+    ``wcoj stream``, the demo and the benchmarks call it."""
     rng = np.random.default_rng(0)
     g = Graph(directed=directed)
     g.load_edges(rng.integers(0, 40, (200, 2)))
     for p in patterns:
         g.view(p)
     g.apply(inserts=np.array([[1, 2], [2, 3], [1, 3]]), deletes=np.array([[1, 2]]))
-    g.apply(inserts=rng.integers(0, 40, (300, 2)), deletes=g.edges()[:50])
-    g.apply(inserts=rng.integers(0, 300, (6000, 2)), deletes=g.edges()[::3])
+    saved = config.CHANGE_ROWS
+    config.CHANGE_ROWS = 0  # the staged route too
+    try:
+        g.apply(inserts=rng.integers(0, 300, (600, 2)), deletes=g.edges()[::3])
+    finally:
+        config.CHANGE_ROWS = saved
     g.check_views()
-    warm_up_merges()
-    for p in patterns:  # a graph with one view takes the one-kernel path of small ticks (Graph._fused)
-        one = Graph(directed=directed)
-        one.load_edges(rng.integers(0, 40, (200, 2)))
-        one.view(p)
-        one.apply(inserts=np.array([[1, 2], [2, 3], [1, 3]]), deletes=np.array([[1, 4]]))
-        one.check_views()
 
 
 @dataclass
@@ -163,24 +144,31 @@ class GraphView:
     """A pattern kept up to date: its count, and the change of the last tick."""
 
     def __init__(self, graph: Graph, pattern: Pattern, orders=None, maintained: bool = True):
+        self.graph = graph
         self.pattern = pattern
         self.name = pattern.name
         filters = [("<", x, y) if op == "<" else ((x, y), _OPS[op]) for op, x, y in pattern.filters]
-        rels = {n: graph.relations[n] for n in ("D", "O", "S")}
+        rels = graph.relations
         self.join = IncrementalGenericJoin([(rels[r], vs) for r, vs in pattern.atoms],
                                            pattern.output, orders=orders, filters=filters)
-        self.count = int(self.join.batch(count_only=True))
+        self.initial = int(self.join.batch(count_only=True))
         if maintained:
             self.join.prepare()  # the delta terms' indexes now, not in the first tick
         self.last_change = ZSet.empty(len(pattern.output))
-        self.fused = None  # Graph._fused's (indexes' layout, gather map, program) for this view
+        self.slot = -1  # this view's place in the graph's counts
 
     def __repr__(self) -> str:
         return f"GraphView({self.name!r}, count={self.count})"
 
+    @property
+    def count(self) -> int:
+        """The number of matches (weighted) now."""
+        return int(self.graph._counts[self.slot]) if self.slot >= 0 else self.initial
+
     def result(self) -> ZSet:
         """The current rows (computed from the committed state; may be large)."""
-        return self.join.batch()
+        with self.graph.store.lock:
+            return self.join.batch()
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -204,13 +192,15 @@ class Graph:
     def __init__(self, directed: bool = False):
         self.directed = directed
         self.primary = "D" if directed else "O"
-        self.relations = {n: Relation(n, 2) for n in ("D", "O", "S")}
+        self.store = Store()
+        self.relations = {n: self.store.relation(n, 2) for n in ("D", "O", "S")}
         self.active = {self.primary}
         self.views: dict[str, GraphView] = {}
         self._count_joins: dict[Pattern, IncrementalGenericJoin] = {}  # see count()
+        self._counts = np.zeros(1, dtype=np.int64)  # each view's count, then the edges
+        self._plan: ChangePlan | None = None
         self.n_ticks = 0
-        self.n_fused = 0  # ticks staged and joined in one kernel call (Graph._fused), for diagnostics
-        self._n_edges = 0  # maintained per tick, so n_edges is O(1)
+        self.n_change_ticks = 0  # ticks that took the change-by-change route (for diagnostics)
 
     def __repr__(self) -> str:
         return f"Graph(directed={self.directed}, edges={self.n_edges}, views={list(self.views)})"
@@ -218,23 +208,25 @@ class Graph:
     @property
     def n_edges(self) -> int:
         """Edges of the simple graph (directed: arcs; undirected: unordered pairs)."""
-        return self._n_edges
+        return int(self._counts[-1])
 
     # ------------------------------------------------------------------ loading
     def load_edges(self, edges) -> None:
         """Bulk-load edges into an empty graph (or apply them as one tick if views exist)."""
         arr = as_edge_array(edges)
-        if self.views or self.n_edges:
-            self.apply(inserts=arr)
-            return
-        arr = arr[arr[:, 0] != arr[:, 1]]
-        if not self.directed:
-            arr = np.sort(arr, axis=1)
-        primary = ZSet.from_arrays(arr, arity=2).distinct()
-        self.relations[self.primary].load(primary)
-        self._n_edges = len(primary)
-        for name in self.active - {self.primary}:
-            self.relations[name].load(self._derive(name))
+        with self.store.lock:
+            if self.views or self.n_edges:
+                self.apply(inserts=arr)
+                return
+            arr = arr[arr[:, 0] != arr[:, 1]]
+            if not self.directed:
+                arr = np.sort(arr, axis=1)
+            primary = ZSet.from_arrays(arr, arity=2).distinct()
+            self.relations[self.primary].load(primary)
+            self._counts[-1] = len(primary)
+            for name in self.active - {self.primary}:
+                self.relations[name].load(self._derive(name))
+            self._plan = None
 
     def _derive(self, name: str) -> ZSet:
         """Relation ``name`` computed from the committed primary relation."""
@@ -255,18 +247,24 @@ class Graph:
             if name not in self.active:
                 self.relations[name].load(self._derive(name))
                 self.active.add(name)
+                self._plan = None
 
     # ------------------------------------------------------------------ views
     def view(self, pattern: str | Pattern, name: str | None = None, orders=None) -> GraphView:
         """Register (or return) a view of ``pattern`` (a ``Pattern`` or a name like ``"4-cycle"``)."""
         p = by_name(pattern) if isinstance(pattern, str) else pattern
         key = name or (pattern if isinstance(pattern, str) else p.name)
-        if key in self.views:
-            return self.views[key]
-        self._activate({r for r, _ in p.atoms})
-        v = GraphView(self, p, orders)
-        self.views[key] = v
-        return v
+        with self.store.lock:
+            if key in self.views:
+                return self.views[key]
+            self._activate({r for r, _ in p.atoms})
+            v = GraphView(self, p, orders)
+            counts = np.concatenate([self._counts[:-1], [v.initial], self._counts[-1:]]).astype(np.int64)
+            v.slot = len(self.views)
+            self.views[key] = v
+            self._counts = counts
+            self._plan = None
+            return v
 
     def count(self, pattern: str | Pattern) -> int:
         """The pattern's count on the current graph, without registering a view.
@@ -275,107 +273,34 @@ class Graph:
         reads the current indexes on every run), so a repeated count only runs it.
         """
         p = by_name(pattern) if isinstance(pattern, str) else pattern
-        self._activate({r for r, _ in p.atoms})
-        join = self._count_joins.get(p)
-        if join is None:
-            view = GraphView(self, p, maintained=False)
-            self._count_joins[p] = view.join
-            return view.count
-        return int(join.batch(count_only=True))
+        with self.store.lock:
+            self._activate({r for r, _ in p.atoms})
+            join = self._count_joins.get(p)
+            if join is None:
+                view = GraphView(self, p, maintained=False)
+                self._count_joins[p] = view.join
+                return view.initial
+            return int(join.batch(count_only=True))
 
     # ------------------------------------------------------------------ ticks
-    def _primary_delta(self, inserts: I64, deletes: I64) -> ZSet:
-        """The primary relation's delta with set semantics: a tick's deletes apply after its inserts."""
-        n = len(inserts) + len(deletes)
-        if not n:
-            return ZSet.empty(2)
-        rel = self.relations[self.primary]
-        table, parts = rel.view_table("prev", (0, 1))
-        keys, w = np.empty((n, 2), dtype=np.int64), np.empty(n, dtype=np.int64)
-        first = _PART_ROWS[:parts] if parts <= len(_PART_ROWS) else np.arange(0, 2 * parts, 2, dtype=np.int64)
-        if n <= NUMPY_SORT_ROWS:
-            m = edge_delta_into(inserts, deletes, not self.directed, table, first, keys, w)
-        else:  # the same, sorting with numpy's (SIMD) sort between its two kernels
-            packed = np.empty(n, dtype=np.int64)
-            m, bv, bo = pack_edge_ops(inserts, deletes, not self.directed, packed)
-            if m >= 0:
-                m = edge_delta_sorted(np.sort(packed[:m]), len(inserts), bv, bo, table, first, keys, w)
-        if m >= 0:  # else ids too large to pack, or an overflow to report
-            return ZSet(keys[:m], w[:m])
-        rows, insert = _last_ops(inserts, deletes, normalise=not self.directed)
-        if not len(rows):
-            return ZSet.empty(2)
-        have = rel.view("prev", (0, 1)).weight(rows) > 0
-        change = insert != have
-        return ZSet(np.ascontiguousarray(rows[change]), np.where(insert[change], 1, -1).astype(np.int64))
-
-    def _oriented_delta(self, dd: ZSet) -> ZSet:
-        """Directed graphs: the change of ``O`` implied by the (staged) change ``dd`` of ``D``."""
-        if not len(dd):
-            return ZSet.empty(2)
-        k = dd.keys
-        pairs = np.array(ZSet.from_arrays(np.stack([k.min(axis=1), k.max(axis=1)], axis=1), arity=2).keys)
-        D = self.relations["D"]
-        prev, curr = D.view("prev", (0, 1)), D.view("curr", (0, 1))
-        rev = np.ascontiguousarray(pairs[:, ::-1])
-        before = (prev.weight(pairs) + prev.weight(rev)) > 0
-        after = (curr.weight(pairs) + curr.weight(rev)) > 0
-        ch = before != after
-        return ZSet(np.ascontiguousarray(pairs[ch]), np.where(after[ch], 1, -1).astype(np.int64))
-
-    def _stage(self, ins: I64, dels: I64) -> ZSet:
-        rels, active = self.relations, self.active
-        delta = self._primary_delta(ins, dels)
-        rels[self.primary].stage(delta)
-        if self.directed:
-            do = self._oriented_delta(delta) if active & {"O", "S"} else None
-        else:
-            do = delta
-        if do is not None and "O" in active and self.directed:
-            rels["O"].stage(do)
-        sym = None
-        if active & ({"S", "D"} - {self.primary}):
-            sym = ZSet.from_arrays(np.concatenate([do.keys, do.keys[:, ::-1]]),
-                                   np.concatenate([do.weights, do.weights]), arity=2)
-        for name in active - {self.primary, "O"}:
-            rels[name].stage(sym)
-        return delta
-
-    def _fused(self, ins: I64, dels: I64):
-        """A small tick of an undirected graph with one view, staged and joined by one
-        kernel call (``kernels.tick.edge_tick``): ``(edge delta, changes, commit)``, or
-        ``None`` (nothing staged) when the tick takes the general path. ``commit`` is
-        what ``apply`` calls instead of the relations' ``commit`` once every count is
-        taken: usually ``Relation.commit_fused``, which commits what the kernel wrote
-        without staging tries for it; ``None`` when the change is staged as usual (an
-        emptied last run, a delta rule that needs the general path). The Python between
-        the kernels of the general path cost twice those kernels at 10 changes a tick."""
-        n = len(ins) + len(dels)
-        if self.directed or not n or n > SMALL_ROWS or len(self.views) != 1 or len(self.active) != 1:
-            return None
-        rel = self.relations[self.primary]
-        f = rel.fused_tick()
-        if f is None:
-            return None
-        (name, v), = self.views.items()
-        plan = v.fused
-        if plan is None or plan[0] is not f:
-            fp = v.join.fused_program(lambda src, kind, cols: f.parts(kind, cols) if src is rel else 0)
-            if fp is None:
-                return None
-            prog, views = fp
-            plan = v.fused = (f, np.concatenate([f.gather(kind, cols) for _, kind, cols in views]),
-                              prog.program_args())
-        code, keys, w, buf, tables, NP, okeys, ow = edge_tick(ins, dels, True, f.P, f.first, f.cols, f.sort,
-                                                              f.last_rows, plan[1], *plan[2])
-        if code == UNFUSED:
-            return None
-        if code == NO_CHANGE:
-            return ZSet.empty(2), {name: ZSet.empty(len(v.columns))}, _nothing
-        if code == JOINED:
-            return ZSet(keys, w), {name: v.join.fused_rows(okeys, ow)}, lambda: rel.commit_fused(f, len(keys), buf, NP)
-        rel.stage_fused(f, keys, w, buf, tables, NP)
-        return rel.delta, {name: v.join.delta()}, None
+    def _change_plan(self) -> ChangePlan:
+        """The change-by-change program of every view (rebuilt when a view or an index
+        is added); its counts are the graph's."""
+        plan = self._plan
+        if plan is None or not plan.current():
+            rels = [self.relations[n] for n in sorted(self.active)]
+            ids = {n: i for i, n in enumerate(sorted(self.active))}
+            joins = [v.join for v in self.views.values()]
+            fusable = all(j.change_terms() is not None for j in joins)
+            sym = [ids[n] for n in ("D", "S") if n in ids and n != self.primary]
+            plan = ChangePlan(self.store, joins if fusable else [], rels,
+                              (self.directed, ids[self.primary], ids.get("O", -1) if self.directed else -1,
+                               *(sym + [-1, -1])[:2]), sets=True)
+            plan.fusable = fusable
+            if fusable:
+                plan.counts = self._counts
+            self._plan = plan
+        return plan
 
     def apply(self, inserts=None, deletes=None) -> Tick:
         """Apply one tick of edge inserts and deletes; return every view's change.
@@ -385,38 +310,62 @@ class Graph:
         nothing.
         """
         t0 = time.perf_counter()
-        ins = as_edge_array(inserts if inserts is not None else np.zeros((0, 2), np.int64), "inserts")
-        dels = as_edge_array(deletes if deletes is not None else np.zeros((0, 2), np.int64), "deletes")
-        rels = [self.relations[n] for n in sorted(self.active)]
-        try:
-            fused = self._fused(ins, dels)
-            if fused is not None:
-                delta, changes, commit = fused
+        ins = _NO_EDGES if inserts is None else _edge_input(inserts, "inserts")
+        dels = _NO_EDGES if deletes is None else _edge_input(deletes, "deletes")
+        with self.store.lock:
+            plan = self._change_plan()
+            if plan.fusable and len(ins) + len(dels) <= config.CHANGE_ROWS:
+                bad, primary, outs = plan.run_edges(ins, dels)
+                if bad >= 0:
+                    raise self._bad(ins, dels, bad)
+                delta = ZSet(np.ascontiguousarray(primary[0]), np.ascontiguousarray(primary[1]))
+                changes = {}
+                for (name, v), (k, vw) in zip(self.views.items(), outs):
+                    v.last_change = changes[name] = ZSet(k, vw)
+                self.n_change_ticks += 1
             else:
-                delta = self._stage(ins, dels)
-                changes = {name: v.join.delta() for name, v in self.views.items()}
-                commit = None
-            counts = {name: ch.total() for name, ch in changes.items()}
-        except (WcojError, MemoryError, KeyboardInterrupt):
-            for r in rels:
-                r.rollback()
-            raise
-        if commit is not None:
-            commit()
-        else:
-            for r in rels:
-                r.commit()
-        self.n_fused += fused is not None
-        for name, v in self.views.items():
-            v.count += counts[name]
-            v.last_change = changes[name]
-        self.n_ticks += 1
-        self._n_edges += delta.total()
+                delta, changes = self._staged_tick(plan, ins, dels)
+            self.n_ticks += 1
         return Tick(delta, changes, time.perf_counter() - t0)
+
+    @staticmethod
+    def _bad(ins: I64, dels: I64, flat: int) -> InputError:
+        """The error for the id at ``flat`` (a position in ``ins`` then ``dels``, flattened)."""
+        if flat < 2 * len(ins):
+            return _bad_id(ins, flat, "inserts")
+        return _bad_id(dels, flat - 2 * len(ins), "deletes")
+
+    def _staged_tick(self, plan: ChangePlan, ins: I64, dels: I64):
+        """A tick through one transaction: the delta staged, every view's terms over it."""
+        bad, ch, n_primary = plan.edge_changes(ins, dels)
+        if bad >= 0:
+            raise self._bad(ins, dels, bad)
+        names = sorted(self.active)
+        with self.store.transaction() as tx:
+            delta = ZSet(np.ascontiguousarray(ch[:n_primary, 2:4]), np.ascontiguousarray(ch[:n_primary, 1]))
+            for i, name in enumerate(names):
+                sel = ch[:, 0] == i
+                z = delta if name == self.primary else \
+                    ZSet.from_arrays(ch[sel][:, 2:4], ch[sel][:, 1], arity=2)
+                tx.stage(self.relations[name], z)
+            changes = {name: v.join.delta() for name, v in self.views.items()}
+            counts = self._counts.copy()
+            for name, v in self.views.items():
+                counts[v.slot] += changes[name].total()
+            counts[-1] += delta.total()
+
+            def bookkeeping():
+                self._counts[:] = counts
+                for name, v in self.views.items():
+                    v.last_change = changes[name]
+
+            tx.commit(bookkeeping)
+        return delta, changes
 
     def edges(self) -> I64:
         """The current edges: directed arcs, or undirected pairs as ``(min, max)``."""
-        return np.array(self.relations[self.primary].contents().keys)
+        with self.store.lock:
+            return np.array(self.relations[self.primary].contents().keys)
 
     def nbytes(self) -> int:
         """Bytes held by all indexes of all relations."""
@@ -424,7 +373,8 @@ class Graph:
 
     def check_views(self) -> None:
         """Raise ``QueryError`` unless every view's count equals a recomputation."""
-        for name, v in self.views.items():
-            fresh = v.join.batch(count_only=True)
-            if fresh != v.count:
-                raise QueryError(f"view {name}: maintained count {v.count} != recomputed {fresh}")
+        with self.store.lock:
+            for name, v in self.views.items():
+                fresh = v.join.batch(count_only=True)
+                if fresh != v.count:
+                    raise QueryError(f"view {name}: maintained count {v.count} != recomputed {fresh}")

@@ -8,7 +8,7 @@ The join is a sort-merge over the key runs of both sides, vectorised in numpy: m
 runs are crossed with ``np.repeat`` arithmetic, weights multiply with an overflow check.
 Output rows come out already sorted and unique, so no second sort is needed.
 
-Relies on ``wcoj.zset``, ``wcoj.rows`` and ``wcoj.kernels.weights``. Used by the circuit
+Relies on ``wcoj.zset``, ``wcoj.rows`` and ``wcoj.kernels.zsets``. Used by the circuit
 operators (``join_stream``, ``join_trace``, ``aggregate``) and the binary-join baseline.
 
 >>> a = IndexedZSet.from_pairs([[0], [1], [2]], [[1], [2], [2]], [1, 2, 1])
@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from wcoj.errors import ArityMismatchError, InputError, WeightOverflowError
-from wcoj.kernels import weights as wk
+from wcoj.kernels import zsets as wk
 from wcoj.rows import group_starts, packing_for, row_order
 from wcoj.zset import ZSet, checked_weights, raise_overflow
 
@@ -231,7 +231,10 @@ class IndexedZSet:
                                           "does not fit in int64")
         if kind in ("sum", "avg"):
             sums = np.empty(starts.shape[0], dtype=np.int64)
-            bad = wk.segment_dot_into(vals, z.weights, starts, sums)
+            products = np.empty_like(z.weights)
+            bad_row = wk.multiply_into(vals, z.weights, products)
+            bad = wk.segment_sum_into(products, starts, sums) if bad_row < 0 else \
+                int(np.searchsorted(starts, bad_row, side="right")) - 1
             if bad >= 0:
                 raise WeightOverflowError(f"{kind}: the sum of group {tuple(groups[bad].tolist())} does not fit in int64")
         if kind == "count":

@@ -6,7 +6,7 @@ lexicographically, unique, no zero weight. Arrays are read-only; every operation
 new Z-set. Z-sets form an abelian group under ``+`` (DBSP §2), and weight arithmetic is
 checked: an overflow raises ``WeightOverflowError`` before anything is built.
 
-Relies on ``wcoj.rows`` (ordering, packing) and ``wcoj.kernels.weights`` (checked
+Relies on ``wcoj.rows`` (ordering, packing) and ``wcoj.kernels.zsets`` (checked
 arithmetic). Used by every operator of the circuit runtime, by the joins and by the indexes.
 
 >>> a = ZSet.from_rows([(1, 2), (2, 3)])
@@ -26,8 +26,8 @@ import numpy as np
 import numpy.typing as npt
 
 from wcoj.errors import ArityMismatchError, InputError, WeightOverflowError
-from wcoj.kernels import weights as wk
-from wcoj.kernels.rowops import SMALL_ROWS, merge_rows_into, sort_small_into
+from wcoj.kernels import zsets as wk
+from wcoj.kernels.zsets import SMALL_ROWS, merge_rows_into, sort_small_into
 from wcoj.rows import is_sorted_unique, packed_sort, sorted_runs
 
 __all__ = ["ZSet", "consolidate", "checked_weights", "raise_overflow"]
@@ -329,12 +329,11 @@ class ZSet:
 
     def negate(self) -> ZSet:
         """``-a``: every weight negated (checked: -INT64_MIN does not fit)."""
-        out = np.empty_like(self.weights)
-        bad = wk.negate_into(self.weights, out)
-        if bad >= 0:
+        bad = int(np.argmax(self.weights == _I64_MIN)) if len(self.weights) else 0
+        if len(self.weights) and self.weights[bad] == _I64_MIN:
             raise WeightOverflowError(f"weight {int(self.weights[bad])} cannot be negated in int64 "
                                       f"(row {tuple(self.keys[bad].tolist())})")
-        return ZSet(self.keys, out)
+        return ZSet(self.keys, -self.weights)
 
     def minus(self, other: ZSet) -> ZSet:
         """``a - b = a + (-b)``."""
@@ -350,7 +349,7 @@ class ZSet:
         if not _I64_MIN <= int(c) <= _I64_MAX:
             raise WeightOverflowError(f"scale factor {int(c)} does not fit in int64")
         out = np.empty_like(self.weights)
-        bad = wk.scale_into(self.weights, np.int64(c), out)
+        bad = wk.multiply_into(self.weights, np.full(len(self.weights), c, dtype=np.int64), out)
         if bad >= 0:
             raise_overflow("*", self.weights[bad], c, tuple(self.keys[bad].tolist()))
         return ZSet(self.keys, out)

@@ -1,16 +1,17 @@
-"""Tries and trie views against a dict-of-tuples oracle: the level layout, round trips,
-``descend``, and the ``PrefixExtender`` methods (``count``, ``propose``, ``intersect``,
-``weight``) over sums of several tries."""
+"""Tries and trie views against a dict-of-tuples oracle: building and changing a trie in
+place (sorted and dense level 0, growth), compact tries, and the ``PrefixExtender``
+methods (``count``, ``propose``, ``intersect``, ``weight``) over sums of several tries."""
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import indexes.trie as trie_mod
 from indexes.trie import Trie, TrieView
+from wcoj import config
 from wcoj.errors import ArityMismatchError, WeightOverflowError
 from wcoj.extenders import PrefixExtender
+from wcoj.tables import TrieTable
 from wcoj.zset import ZSet
 
 I64 = np.int64
@@ -31,32 +32,63 @@ def _trie(d, arity):
     return Trie.from_zset(ZSet.from_dict(d, arity=arity))
 
 
-def test_worked_example_levels():
-    t = _trie({(1, 2, 5): 1, (1, 2, 6): 2, (1, 4, 5): -1, (3, 0, 0): 7}, 3)
-    assert [v.tolist() for v in t.values] == [[1, 3], [2, 4, 0], [5, 6, 5, 0]]
-    assert [o.tolist() for o in t.offsets] == [[0, 2, 3], [0, 2, 3, 4]]
-    assert t.weights.tolist() == [1, 2, -1, 7]
-    assert len(t) == 4 and t.arity == 3
-    lo, hi = t.descend(np.array([[1, 2], [1, 3], [3, 0]]))
-    assert (lo.tolist(), hi.tolist()) == ([0, 0, 3], [2, 0, 4])
+def _compact(d, arity):
+    z = ZSet.from_dict(d, arity=arity)
+    return TrieTable.compact(z.keys, z.weights)
 
 
+def test_worked_example_compact_levels():
+    t = _compact({(1, 2, 5): 1, (1, 2, 6): 2, (1, 4, 5): -1, (3, 0, 0): 7}, 3)
+    assert [t.level_values(j)[:t.level_size(j)].tolist() for j in range(3)] == [[1, 3], [2, 4, 0], [5, 6, 5, 0]]
+    assert t.rows == 4 and t.arity == 3
+    keys, w = t.rows_arrays()
+    assert keys.tolist() == [[1, 2, 5], [1, 2, 6], [1, 4, 5], [3, 0, 0]] and w.tolist() == [1, 2, -1, 7]
+
+
+@pytest.fixture(params=["sorted", "dense"])
+def level0(request, monkeypatch):
+    """Level 0 sorted (the default for a few values) or dense from one value on."""
+    if request.param == "dense":
+        monkeypatch.setattr(config, "DENSE_MIN", 1)
+    return request.param
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tries())
-def test_levels_are_csr_and_round_trip(arg):
+def test_tries_round_trip_in_order(level0, arg):
     arity, d = arg
-    t = _trie(d, arity)
-    assert t.to_zset().to_dict() == dict(sorted(d.items()))
-    t.to_zset().check()
-    assert len(t.values[-1]) == len(t.weights) == len(d)
-    for j in range(arity - 1):
-        off = t.offsets[j]
-        assert len(off) == len(t.values[j]) + 1 and off[0] == 0 and off[-1] == len(t.values[j + 1])
-        assert np.all(np.diff(off) > 0)            # every inner node has a child
-        for p in range(len(t.values[j])):           # children sorted and unique
-            assert np.all(np.diff(t.values[j + 1][off[p]:off[p + 1]]) > 0)
-    assert np.all(np.diff(t.values[0]) > 0)
-    for a in (*t.values, *t.offsets, t.weights):
-        assert not a.flags.writeable
+    for t in (_trie(d, arity), _compact(d, arity)):
+        z = t.to_zset() if isinstance(t, Trie) else ZSet(*t.rows_arrays())
+        assert z.to_dict() == dict(sorted(d.items()))
+        z.check()
+    assert (_trie(d, arity).part.dense is not None) == (level0 == "dense" and bool(d) and
+                                                        max(r[0] for r in d) - min(r[0] for r in d) + 1
+                                                        <= config.DENSE_SPAN * len({r[0] for r in d}))
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(1, 3).flatmap(lambda k: st.tuples(st.just(k), zsets(k), st.lists(zsets(k, 6), max_size=6))))
+def test_apply_in_place_equals_the_sum(level0, arg):
+    """Changes applied in place (with room to grow by exactly what they need) equal the
+    Z-set sum after every change."""
+    arity, base, changes = arg
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(config, "SLACK", 0)
+        mp.setattr(config, "GROWTH", 1.0)
+        t = _trie(base, arity)
+        total = ZSet.from_dict(base, arity=arity)
+        for ch in changes:
+            z = ZSet.from_dict(ch, arity=arity)
+            t.apply(z.keys, z.weights)
+            total = total + z
+            assert t.to_zset() == total and t.n_rows == len(total)
+
+
+def test_apply_refuses_an_overflow_and_changes_nothing():
+    t = _trie({(1, 2): 2**63 - 1, (3, 4): 1}, 2)
+    with pytest.raises(WeightOverflowError, match=r"row \(1, 2\).*9223372036854775807 \+ 1"):
+        t.apply(np.array([[3, 4], [1, 2]]), np.array([-1, 1]))
+    assert t.to_zset().to_dict() == {(1, 2): 2**63 - 1, (3, 4): 1}
 
 
 def _prefixes(draw, d, rows, domain=5):
@@ -65,26 +97,6 @@ def _prefixes(draw, d, rows, domain=5):
     pool = st.sampled_from(present) if present else st.nothing()
     one = st.one_of(pool, st.tuples(*[st.integers(0, domain)] * d)) if d else st.just(())
     return draw(st.lists(one, max_size=8))
-
-
-@given(tries(), st.data())
-def test_descend_finds_the_children_of_each_prefix(arg, data):
-    arity, d = arg
-    t = _trie(d, arity)
-    depth = data.draw(st.integers(0, arity))
-    prefixes = _prefixes(data.draw, depth, d)
-    lo, hi = t.descend(np.array(prefixes, dtype=I64).reshape(len(prefixes), depth))
-    for p, l, h in zip(prefixes, lo.tolist(), hi.tolist()):
-        under = sorted({r[depth] for r in d if r[:depth] == p}) if depth < arity else None
-        if depth < arity:
-            assert t.values[depth][l:h].tolist() == under
-        else:
-            assert (h - l, t.weights[l] if h > l else 0) == ((1, d[p]) if p in d else (0, 0))
-
-
-def test_descend_on_an_empty_trie():
-    lo, hi = Trie.empty(2).descend(np.array([[1]]))
-    assert (lo.tolist(), hi.tolist()) == ([0], [0])
 
 
 # ------------------------------------------------------------------ views over several tries
@@ -103,7 +115,7 @@ def _children(part, prefix):
 @given(views(), st.data())
 def test_trie_view_methods_equal_a_dict_oracle(arg, data):
     arity, parts = arg
-    v = TrieView([_trie(p, arity) for p in parts], arity)
+    v = TrieView([_trie(p, arity).part if i % 2 else _compact(p, arity) for i, p in enumerate(parts)], arity)
     assert isinstance(v, PrefixExtender)
     all_rows = {r for p in parts for r in p}
     depth = data.draw(st.integers(0, arity - 1))
@@ -137,8 +149,8 @@ def test_trie_view_methods_equal_a_dict_oracle(arg, data):
 
 
 def test_trie_view_worked_example_with_cancellation():
-    base = _trie({(1, 2): 1, (1, 3): 1, (2, 3): 1}, 2)
-    delta = _trie({(1, 3): -1, (1, 4): 1}, 2)
+    base = _trie({(1, 2): 1, (1, 3): 1, (2, 3): 1}, 2).part
+    delta = _compact({(1, 3): -1, (1, 4): 1}, 2)
     v = TrieView([base, delta])
     P = np.array([[1], [2], [9]])
     assert v.count(P).tolist() == [4, 1, 0]
@@ -151,9 +163,9 @@ def test_trie_view_worked_example_with_cancellation():
 
 
 def test_empty_tries_and_views():
-    t = Trie.empty(2)
+    t = Trie(2)
     assert len(t) == 0 and t.to_zset().to_dict() == {}
-    v = TrieView([t], 2)
+    v = TrieView([t.part], 2)
     assert v.parts == [] and v.arity == 2
     P = np.array([[1]])
     assert v.count(P).tolist() == [0]
@@ -165,35 +177,6 @@ def test_empty_tries_and_views():
 
 def test_arity_errors():
     with pytest.raises(ArityMismatchError):
-        Trie.from_zset(ZSet.empty(0))
+        Trie(0)
     with pytest.raises(ArityMismatchError):
-        TrieView([Trie.empty(2)], 3)
-
-
-@pytest.fixture(params=["flat", "exact"])
-def merge_layout(request, monkeypatch):
-    """Trie.plus writes small sums into a flat buffer and large ones (over PIN_ROWS rows)
-    with exact room per level: PIN_ROWS = 0 sends every merge down the second path."""
-    if request.param == "exact":
-        monkeypatch.setattr(trie_mod, "PIN_ROWS", 0)
-    return request.param
-
-
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])  # the fixture only patches a constant
-@given(st.integers(1, 3).flatmap(lambda k: st.tuples(st.just(k), zsets(k), zsets(k))))
-def test_plus_of_two_tries_is_the_trie_of_the_sum(merge_layout, arg):
-    arity, a, b = arg
-    got = _trie(a, arity).plus(_trie(b, arity))
-    want = _trie((ZSet.from_dict(a, arity=arity) + ZSet.from_dict(b, arity=arity)).to_dict(), arity)
-    assert [v.tolist() for v in got.values] == [v.tolist() for v in want.values]
-    assert [o.tolist() for o in got.offsets] == [o.tolist() for o in want.offsets]
-    assert got.weights.tolist() == want.weights.tolist()
-    assert got.to_zset().to_dict() == want.to_zset().to_dict()
-
-
-def test_plus_errors(merge_layout):
-    big = _trie({(1, 2): 2**63 - 1}, 2)
-    with pytest.raises(WeightOverflowError, match=r"row \(1, 2\).*9223372036854775807 \+ 1"):
-        big.plus(_trie({(1, 2): 1}, 2))
-    with pytest.raises(ArityMismatchError):
-        big.plus(_trie({(1,): 1}, 1))
+        TrieView([Trie(2).part], 3)

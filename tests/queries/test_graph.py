@@ -7,11 +7,9 @@ import reference_joins as ref
 from hypothesis import given
 from hypothesis import strategies as st
 
-import indexes.index as index_module
-import queries.graph as graph_module
-import wcoj.generic_join as gj
 from queries.graph import Graph, as_edge_array
 from queries.patterns import conjunctive, cycle
+from wcoj import config
 from wcoj.errors import InputError, WeightOverflowError
 from wcoj.zset import ZSet
 
@@ -44,9 +42,17 @@ ORACLES = {
 }
 
 
+ROUTES = {  # config values that send ticks down each route of Graph.apply
+    "change by change": {},
+    "staged": {"CHANGE_ROWS": 0},
+    "staged on three threads": {"CHANGE_ROWS": 0, "DELTA_SHARE_ROWS": 1, "THREADS": 3},
+    "tries that grow often": {"SLACK": 0, "GROWTH": 1.0},
+}
+
+
 def snapshot_state(g: Graph):
     """Everything a failed tick must leave alone."""
-    runs = {(n, cols): [t.to_zset() for t in idx.runs]
+    runs = {(n, cols): [idx.trie.to_zset()]
             for n, rel in g.relations.items() for cols, idx in rel.indexes.items()}
     staged = {(n, cols): idx.staged for n, rel in g.relations.items() for cols, idx in rel.indexes.items()}
     return (runs, staged, edge_set(g), {k: v.count for k, v in g.views.items()},
@@ -174,15 +180,13 @@ def tick_lists(snapshot_before, snapshot_after, noise, directed, flip):
     return arr(ins), arr(dels)
 
 
-@pytest.mark.parametrize("shares", [1, 3], ids=["one share", "three threads"])
+@pytest.mark.parametrize("route", sorted(ROUTES))
 @pytest.mark.parametrize("directed", [False, True], ids=["undirected", "directed"])
 @given(ticks=st.lists(st.tuples(graphs, graphs, st.booleans()), min_size=1, max_size=4), initial=graphs)
-def test_views_equal_a_fresh_graph_after_every_tick(directed, shares, ticks, initial):
+def test_views_equal_a_fresh_graph_after_every_tick(directed, route, ticks, initial):
     with pytest.MonkeyPatch.context() as mp:
-        if shares > 1:  # as large ticks are: delta terms split into shares on threads, edges sorted by numpy
-            mp.setattr(gj, "DELTA_SHARE_ROWS", 1)
-            mp.setattr(gj, "THREADS", shares)
-            mp.setattr(graph_module, "NUMPY_SORT_ROWS", 0)
+        for name, value in ROUTES[route].items():
+            mp.setattr(config, name, value)
         _views_equal_a_fresh_graph(directed, ticks, initial)
 
 
@@ -210,75 +214,74 @@ def _views_equal_a_fresh_graph(directed, ticks, initial):
         prev = snap
 
 
-ONE_VIEW = ("triangle", "4-clique", "5-clique")  # patterns over O alone: their small ticks take Graph._fused
-
-
-@pytest.mark.parametrize("min_run", [None, 3], ids=["runs as usual", "many small runs"])
-@pytest.mark.parametrize("pattern", ONE_VIEW)
+@pytest.mark.parametrize("growth", ["as usual", "often"])
+@pytest.mark.parametrize("pattern", ["triangle", "4-clique", "4-cycle", "3-cycle"])
 @given(ticks=st.lists(st.tuples(graphs, graphs, st.booleans()), min_size=1, max_size=5), initial=graphs)
-def test_one_kernel_ticks_equal_brute_force_and_the_general_path(pattern, min_run, ticks, initial):
-    """A graph whose one view reads O alone stages and joins small ticks in one kernel
-    call; after every tick its view, change and indexes equal the oracle's and those of
-    a twin graph whose ticks take the general path. With a tiny ``MIN_RUN`` the indexes
-    keep several runs that merge often, and ticks alternate between the two paths."""
+def test_both_routes_equal_brute_force_and_each_other(pattern, growth, ticks, initial):
+    """Two graphs get the same ticks, one change by change, its twin staged; after every
+    tick the views, changes and indexes equal each other and the oracle. With tries that
+    grow by exactly what they need, ticks stop for room and resume in the middle."""
     with pytest.MonkeyPatch.context() as mp:
-        if min_run is not None:
-            mp.setattr(index_module, "MIN_RUN", min_run)
-        _one_kernel_ticks(pattern, ticks, initial)
+        if growth == "often":
+            mp.setattr(config, "SLACK", 0)
+            mp.setattr(config, "GROWTH", 1.0)
+        _both_routes(pattern, ticks, initial)
 
 
-def _one_kernel_ticks(pattern, ticks, initial):
+def _both_routes(pattern, ticks, initial):
     g, twin = Graph(), Graph()
     for x in (g, twin):
         x.load_edges(arr(initial))
     v, tv = g.view(pattern), twin.view(pattern)
-    twin._fused = lambda ins, dels: None
     oracle = {"triangle": ref.triangles, "4-clique": lambda e: ref.cliques(e, 4),
-              "5-clique": lambda e: ref.cliques(e, 5)}[pattern]
+              "4-cycle": lambda e: ref.undirected_cycles(e, 4),
+              "3-cycle": lambda e: ref.directed_cycles(e | {(b, a) for a, b in e}, 3)}[pattern]
     prev = initial
     for snap, noise, flip in ticks:
         ins, dels = tick_lists(prev, snap, noise, False, flip)
         before = v.result().to_dict()
-        n = g.n_fused
-        small = all(idx.runs and idx.runs[-1].n_rows < index_module.MIN_RUN and idx.merges_last(1)
-                    for idx in g.relations["O"].indexes.values())
-        tick, ttick = g.apply(inserts=ins, deletes=dels), twin.apply(inserts=ins, deletes=dels)
-        assert g.n_fused - n == small  # small last runs take the one-kernel path (every tick here is small)
+        n = g.n_change_ticks
+        tick = g.apply(inserts=ins, deletes=dels)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(config, "CHANGE_ROWS", 0)
+            ttick = twin.apply(inserts=ins, deletes=dels)
+        assert g.n_change_ticks == n + 1
         want = target_edges(snap, False)
         after = v.result().to_dict()
         assert after == {r: 1 for r in sorted(oracle(want))} and v.count == tv.count == len(after)
         assert tick.changes[pattern].to_dict() == ref.zdiff(after, before) == ttick.changes[pattern].to_dict()
         assert tick.edge_delta.to_dict() == ttick.edge_delta.to_dict() and edge_set(g) == want
-        for cols, idx in g.relations["O"].indexes.items():
-            tw = twin.relations["O"].indexes[cols]
-            assert [r.to_zset() for r in idx.runs] == [r.to_zset() for r in tw.runs]
-            assert idx.view("prev").to_zset() == tw.view("prev").to_zset()
+        for name, rel in g.relations.items():
+            for cols, idx in rel.indexes.items():
+                assert idx.trie.to_zset() == twin.relations[name].indexes[cols].trie.to_zset()
         g.check_views()
         prev = snap
-    assert twin.n_fused == 0
+    assert twin.n_change_ticks == 0
 
 
-def test_one_kernel_tick_edge_cases():
+def test_change_by_change_tick_edge_cases():
     g = Graph()
     g.load_edges(np.array([[1, 2], [2, 3]]))
     tri = g.view("triangle")
     t = g.apply(inserts=np.array([[2, 1]]), deletes=np.array([[5, 6]]))   # changes no edge
-    assert len(t.edge_delta) == 0 and len(t.changes["triangle"]) == 0 and g.n_fused == 1
+    assert len(t.edge_delta) == 0 and len(t.changes["triangle"]) == 0 and g.n_change_ticks == 1
     t = g.apply(inserts=np.array([[1, 3]]))
-    assert t.changes["triangle"].to_dict() == {(1, 2, 3): 1} and g.n_fused == 2
-    t = g.apply(deletes=np.array([[1, 2], [2, 3], [3, 1]]))               # empties the only run
-    assert t.changes["triangle"].to_dict() == {(1, 2, 3): -1} and g.n_fused == 3
+    assert t.changes["triangle"].to_dict() == {(1, 2, 3): 1}
+    t = g.apply(deletes=np.array([[1, 2], [2, 3], [3, 1]]))               # empties the graph
+    assert t.changes["triangle"].to_dict() == {(1, 2, 3): -1}
     assert g.n_edges == 0 and tri.count == 0
-    t = g.apply(inserts=np.array([[4, 5], [5, 6], [4, 6]]))                # no run left: the general path
-    assert t.changes["triangle"].to_dict() == {(4, 5, 6): 1} and g.n_fused == 3
-    t = g.apply(inserts=np.arange(600).reshape(-1, 2) + 10)                # more than SMALL_ROWS changes
-    assert g.n_fused == 3 and g.n_edges == 303
+    t = g.apply(inserts=np.array([[4, 5], [5, 6], [4, 6]]))
+    assert t.changes["triangle"].to_dict() == {(4, 5, 6): 1}
+    t = g.apply(inserts=np.array([[7, 8], [8, 9], [7, 9]]), deletes=np.array([[9, 7]]))  # inserted and deleted
+    assert t.changes["triangle"].to_dict() == {} and t.edge_delta.to_dict() == {(7, 8): 1, (8, 9): 1}
+    t = g.apply(inserts=np.arange(600).reshape(-1, 2) + 10)
+    assert g.n_edges == 305 and g.n_change_ticks == 6
     g.apply(inserts=np.array([[5, 7], [6, 7], [4, 7]]))
-    assert tri.count == 4 and g.n_fused == 4
+    assert tri.count == 4
     g.check_views()
 
 
-def test_a_one_kernel_tick_that_overflows_changes_nothing():
+def test_a_change_by_change_tick_that_overflows_changes_nothing():
     big = 2**62
     g = Graph()
     g.load_edges(np.array([[1, 2], [1, 3], [5, 6]]))
@@ -286,11 +289,11 @@ def test_a_one_kernel_tick_that_overflows_changes_nothing():
     tri = g.view("triangle")
     state = snapshot_state(g)
     with pytest.raises(WeightOverflowError):
-        g.apply(inserts=np.array([[2, 3], [6, 7]]))                        # closes 1-2-3: big * big
+        g.apply(inserts=np.array([[6, 7], [2, 3]]))                        # closes 1-2-3: big * big
     assert_same_state(state, snapshot_state(g))
-    assert tri.count == 0 and g.n_fused == 0
+    assert tri.count == 0 and g.n_change_ticks == 0
     t = g.apply(inserts=np.array([[6, 7]]))
-    assert g.n_fused == 1 and t.changes["triangle"].to_dict() == {}
+    assert g.n_change_ticks == 1 and t.changes["triangle"].to_dict() == {}
     assert g.relations["O"].contents().to_dict() == {(1, 2): big, (1, 3): big, (5, 6): 1, (6, 7): 1}
 
 
@@ -427,32 +430,33 @@ def test_settle_heap_hands_the_frozen_objects_back_at_exit():
     assert out.split("\n")[:2] == ["frozen True", "frozen at exit 0"]
 
 
-def test_a_long_stream_of_one_kernel_ticks_with_background_merges(monkeypatch):
-    """Hundreds of small ticks on a graph of a few thousand edges, with runs small enough
-    that the indexes keep several, merge often and merge on the background thread while
-    ticks go on: the fused path's tables must follow every change of the runs."""
-    monkeypatch.setattr(index_module, "MIN_RUN", 32)
-    monkeypatch.setattr(index_module, "BACKGROUND_ROWS", 64)
-    monkeypatch.setattr(index_module, "BACKGROUND_RATIO", 2)
+@pytest.mark.parametrize("route", ["change by change", "staged"])
+def test_a_long_stream_of_small_ticks_on_tries_that_grow(monkeypatch, route):
+    """Hundreds of small ticks on a graph of a few thousand edges whose tries grow by
+    exactly what they need: every few ticks a level runs out of room (a tick stops and
+    resumes, or a commit grows it) or compacts; the views must follow every change."""
+    monkeypatch.setattr(config, "SLACK", 0)
+    monkeypatch.setattr(config, "GROWTH", 1.0)
+    if route == "staged":
+        monkeypatch.setattr(config, "CHANGE_ROWS", 0)
     rng = np.random.default_rng(7)
     g = Graph()
     initial = rng.integers(0, 300, (3000, 2))
     g.load_edges(initial)
     want = ref.simple_undirected(initial.tolist())  # the edges, kept apart from the graph
     tri = g.view("triangle")
-    pending = 0  # ticks after which a merge was under way on the background thread
+    versions = {cols: idx.trie.version for cols, idx in g.relations["O"].indexes.items()}
     for i in range(400):
         ins = rng.integers(0, 300, (int(rng.integers(1, 12)), 2))
         edges = g.edges()
         dels = edges[rng.integers(0, len(edges), int(rng.integers(0, 4)))]
         g.apply(inserts=ins, deletes=dels)
         want = (want | ref.simple_undirected(ins.tolist())) - ref.simple_undirected(dels.tolist())
-        pending += any(idx._pending is not None for idx in g.relations["O"].indexes.values())
         if i % 50 == 49:
             assert edge_set(g) == want
             assert tri.result().to_dict() == {t: 1 for t in ref.triangles(want)}
             g.check_views()
-    assert g.n_fused > 200 and pending > 0
-    g.relations["O"].settle()
+    grown = sum(idx.trie.version - versions[cols] for cols, idx in g.relations["O"].indexes.items())
+    assert grown > 20 and g.n_change_ticks == (400 if route == "change by change" else 0)
     assert edge_set(g) == want
     g.check_views()

@@ -11,6 +11,7 @@ from hypothesis import example, find, given, settings
 from hypothesis import strategies as st
 
 import wcoj.generic_join as gj
+from wcoj import config
 from indexes import Relation
 from wcoj.errors import ArityMismatchError, QueryError, UnboundVariableError, WeightOverflowError
 from wcoj.generic_join import Atom, IncrementalGenericJoin, choose_order, generic_join
@@ -80,7 +81,7 @@ def test_tiny_slices_give_the_same_result(q, slice_rows):
     name, data, spec, order, output = q
     want = oracle(spec, data, output)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(gj, "SLICE_ROWS", slice_rows)
+        mp.setattr(config, "SLICE_ROWS", slice_rows)
         atoms = atoms_for(spec, order)
         assert generic_join(atoms, order, output, fused=True).to_dict() == want
         assert generic_join(atoms, order, count_only=True, fused=True) == sum(want.values())
@@ -338,7 +339,7 @@ def test_one_call_hands_over_when_a_frontier_is_too_big(monkeypatch):
     want = _term_by_term(join)
     assert want.to_dict() == {(1, 2, 3): 1, (1, 2, 4): -1}
     assert join._fused_delta() == want
-    monkeypatch.setattr(gj, "SLICE_ROWS", 1)
+    monkeypatch.setattr(config, "SLICE_ROWS", 1)
     assert join._fused_delta() is None     # run_terms said TOO_BIG
     assert join.delta() == want            # and the sliced path streams the same rows
 
@@ -409,7 +410,7 @@ def test_incremental_overflow_raises_and_rollback_restores_the_state():
     R = Relation("R", 2)
     R.load(ZSet.from_dict({(1, 2): big, (3, 4): 1}))
     join = IncrementalGenericJoin([(R, ("a", "b")), (R, ("b", "c"))], ["a", "b", "c"])
-    runs_before = [t.to_zset() for t in R.natural.runs]
+    before = {cols: idx.trie.to_zset() for cols, idx in R.indexes.items()}
     R.stage(ZSet.from_dict({(2, 5): 4}))      # closes a path of weight 2**62 * 4
     with pytest.raises(WeightOverflowError):
         join.delta()
@@ -417,7 +418,7 @@ def test_incremental_overflow_raises_and_rollback_restores_the_state():
         join.delta(count_only=True)
     R.rollback()
     assert R.delta_is_empty()
-    assert [t.to_zset() for t in R.natural.runs] == runs_before
+    assert {cols: R.indexes[cols].trie.to_zset() for cols in before} == before
     assert R.contents().to_dict() == {(1, 2): big, (3, 4): 1}
     assert join.batch().to_dict() == {}
     R.stage(ZSet.from_dict({(2, 5): 1}))      # a tick that fits still works afterwards

@@ -1,49 +1,95 @@
-"""``edge_tick`` (a small tick's change, staging and delta rule in one call) equals the
-three kernels it replaces, run one after the other with Python between them.
-
-Also run by ``./dev test`` with ``NUMBA_DISABLE_JIT=1``, so keep the inputs small.
-"""
+"""The change-by-change tick (``wcoj.tickgen``'s kernels through ``indexes.transaction.ChangePlan``)
+against the staged delta rule and against recomputation: random Z-set changes with
+multiplicities and deletes over several relations of different arities, tries that run
+out of room in the middle of a tick, and an overflow that undoes the whole tick.
+Also run with ``NUMBA_DISABLE_JIT=1``."""
 
 import numpy as np
 import pytest
+import reference_joins as ref
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-import queries.graph as graph_module
-from queries.graph import Graph
-from wcoj.kernels.tick import JOINED, NO_CHANGE, STAGED, edge_tick
+from indexes.transaction import ChangePlan, Store
+from wcoj import config
+from wcoj.errors import WeightOverflowError
+from wcoj.generic_join import IncrementalGenericJoin
+from wcoj.zset import ZSet
+
+QUERIES = {  # atoms over R (arity 2) and S (arity 3), with filters
+    "triangle": ([("R", ("a", "b")), ("R", ("a", "c")), ("R", ("b", "c"))], [("<", "a", "b")]),
+    "path through S": ([("R", ("a", "b")), ("S", ("b", "c", "d")), ("R", ("d", "a"))], []),
+    "two S": ([("S", ("x", "y", "z")), ("S", ("z", "y", "x"))], [(("x", "z"), np.not_equal)]),
+}
+ARITY = {"R": 2, "S": 3}
+nodes = st.integers(0, 4)
+weights = st.sampled_from([1, -1, 2])
 
 
-def _random_tick(rng, n_nodes, edges):
-    ins = rng.integers(0, n_nodes, (int(rng.integers(0, 6)), 2))
-    dels = edges[rng.integers(0, len(edges), int(rng.integers(0, 3)))] if len(edges) else np.zeros((0, 2))
-    return ins.astype(np.int64), np.asarray(dels, dtype=np.int64).reshape(-1, 2)
+def changes_of(arity):
+    return st.dictionaries(st.tuples(*[nodes] * arity), weights, max_size=6)
 
 
-@pytest.mark.parametrize("pattern", ["triangle", "4-clique"])
-@pytest.mark.parametrize("seed", range(3))
-def test_edge_tick_equals_the_general_path(pattern, seed, monkeypatch):
-    codes = []
+@st.composite
+def streams(draw):
+    name = draw(st.sampled_from(sorted(QUERIES)))
+    ticks = draw(st.lists(st.tuples(changes_of(2), changes_of(3)), min_size=1, max_size=5))
+    return name, ticks
 
-    def spy(*args):
-        out = edge_tick(*args)
-        codes.append(int(out[0]))
-        return out
 
-    monkeypatch.setattr(graph_module, "edge_tick", spy)
-    rng = np.random.default_rng(seed)
-    n_nodes = 9
-    base = rng.integers(0, n_nodes, (20, 2))
-    g, twin = Graph(), Graph()
-    for x in (g, twin):
-        x.load_edges(base)
-    v, tv = g.view(pattern), twin.view(pattern)
-    twin._fused = lambda ins, dels: None
-    for _ in range(12):
-        ins, dels = _random_tick(rng, n_nodes, g.edges())
-        t, tt = g.apply(inserts=ins, deletes=dels), twin.apply(inserts=ins, deletes=dels)
-        assert t.changes[pattern].to_dict() == tt.changes[pattern].to_dict()
-        assert t.edge_delta.to_dict() == tt.edge_delta.to_dict()
-        assert v.count == tv.count
-        for cols, idx in g.relations["O"].indexes.items():
-            assert idx.view("prev").to_zset() == twin.relations["O"].indexes[cols].view("prev").to_zset()
-    g.check_views()
-    assert JOINED in codes and set(codes) <= {JOINED, NO_CHANGE, STAGED}
+def build(name):
+    store = Store()
+    rels = {n: store.relation(n, a) for n, a in ARITY.items()}
+    atoms, filters = QUERIES[name]
+    out = sorted({v for _, vs in atoms for v in vs})
+    join = IncrementalGenericJoin([(rels[r], vs) for r, vs in atoms], out, filters=filters)
+    join.prepare()
+    return store, rels, join
+
+
+def change_list(dR, dS):
+    """The changes as ``ChangePlan.run`` takes them: rows ``(relation, weight, row...)``."""
+    rows = [[i, x] + list(r) + [0] * (3 - len(r)) for i, d in enumerate((dR, dS)) for r, x in sorted(d.items())]
+    return np.array(rows, dtype=np.int64).reshape(-1, 5)
+
+
+@pytest.mark.parametrize("growth", ["as usual", "tight"])
+@settings(max_examples=20)
+@given(streams())
+def test_change_by_change_equals_the_staged_delta_and_recomputation(growth, arg):
+    name, ticks = arg
+    with pytest.MonkeyPatch.context() as mp:
+        if growth == "tight":
+            mp.setattr(config, "SLACK", 0)
+            mp.setattr(config, "GROWTH", 1.0)
+        a_store, a_rels, a_join = build(name)   # change by change
+        b_store, b_rels, b_join = build(name)   # staged
+        plan = ChangePlan(a_store, [a_join], [a_rels["R"], a_rels["S"]])
+        data = {"R": {}, "S": {}}
+        for dR, dS in ticks:
+            (keys, w), = plan.run(change_list(dR, dS))
+            got = ZSet(keys, w)
+            with b_store.transaction() as tx:
+                tx.stage(b_rels["R"], ZSet.from_dict(dR, arity=2))
+                tx.stage(b_rels["S"], ZSet.from_dict(dS, arity=3))
+                want = b_join.delta()
+                tx.commit()
+            assert got == want
+            data = {"R": ref.zadd(data["R"], dR), "S": ref.zadd(data["S"], dS)}
+            for rels in (a_rels, b_rels):
+                assert {n: r.contents().to_dict() for n, r in rels.items()} == data
+            assert a_join.batch().to_dict() == b_join.batch().to_dict()
+            assert int(plan.counts[0]) == a_join.batch(count_only=True)
+
+
+def test_an_overflow_undoes_the_whole_tick():
+    store, rels, join = build("triangle")
+    rels["R"].load(ZSet.from_dict({(1, 2): 2**62, (1, 3): 2**62, (5, 6): 1}))
+    plan = ChangePlan(store, [join], [rels["R"], rels["S"]])
+    before = {cols: idx.trie.to_zset() for cols, idx in rels["R"].indexes.items()}
+    with pytest.raises(WeightOverflowError, match="undone"):
+        plan.run(change_list({(5, 7): 1, (2, 3): 1, (6, 7): 1}, {}))   # (2, 3) closes 1-2-3: 2**62 * 2**62
+    assert {cols: idx.trie.to_zset() for cols, idx in rels["R"].indexes.items()} == before
+    assert plan.counts.tolist() == [0, 0]
+    (keys, weights), = plan.run(change_list({(5, 7): 1, (6, 7): 1}, {}))
+    assert ZSet(keys, weights).to_dict() == {(5, 6, 7): 1}

@@ -1,0 +1,250 @@
+"""The tick transaction: a change staged on every index, the views computed, then all of it
+committed or none of it.
+
+A ``Store`` holds a set of relations changed together (a graph's, a database's): their
+tries' tables share one block (``wcoj.tables.TableBlock``), and one lock serialises
+everything that reads or writes them. ``Store.transaction()`` opens a ``Transaction``:
+
+* ``stage(relation, delta)`` stages a relation's change on all its indexes; the join
+  reads the ``prev``/``delta``/``curr`` views of every staged relation;
+* ``commit(then)`` applies every staged change in place and runs ``then`` (the owner's
+  bookkeeping), with Ctrl-C deferred until both are done: a ``KeyboardInterrupt``
+  raised meanwhile is raised when the commit has finished, never between two indexes;
+* leaving the ``with`` block on an exception, before ``commit``, rolls everything back.
+
+A ``ChangePlan`` is the other route of a tick: the delta rules of several joins compiled
+by ``wcoj.tickgen`` into kernels that apply a small tick change by change in one call
+(joining and committing in place; all or nothing, see ``wcoj.kernels.tick``).
+``ChangePlan.run`` loops on that call while a trie needs room, and defers Ctrl-C over
+the loop.
+
+Relies on ``indexes.index`` and ``wcoj`` (tables, the tick compiler and kernels). Used by
+``queries.graph``, ``queries.database`` and ``wcoj.multiway``'s relations.
+
+>>> from wcoj import ZSet
+>>> store = Store()
+>>> r = store.relation("edge", 2)
+>>> with store.transaction() as tx:
+...     tx.stage(r, ZSet.from_rows([(1, 2)]))
+...     tx.commit()
+>>> r.contents().to_dict()
+{(1, 2): 1}
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+
+import numpy as np
+
+from indexes.index import Relation
+from wcoj.errors import WeightOverflowError
+from wcoj.kernels.tick import NEED_ROOM, OK, edge_changes
+from wcoj.program import pack
+from wcoj.tables import TableBlock
+from wcoj.tickgen import AtomSpec, TermSpec, compile_plan, rows_of
+from wcoj.zset import ZSet
+
+__all__ = ["Store", "Transaction", "ChangePlan", "deferred_interrupts"]
+
+
+@contextmanager
+def deferred_interrupts():
+    """Hold back Ctrl-C (SIGINT) inside the block; raise its ``KeyboardInterrupt`` when
+    the block is done. Only the main thread receives signals, so elsewhere (and where a
+    program installed its own handler) this does nothing."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    caught = []
+    old = signal.signal(signal.SIGINT, lambda *a: caught.append(a))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+        if caught:
+            raise KeyboardInterrupt
+
+
+class Store:
+    """Relations changed together, their tables in one block, and their lock."""
+
+    def __init__(self):
+        self.block = TableBlock()
+        self.relations: dict[str, Relation] = {}
+        self.lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"Store({list(self.relations)})"
+
+    def relation(self, name: str, arity: int) -> Relation:
+        """The relation ``name`` (created empty with ``arity`` columns if new)."""
+        rel = self.relations.get(name)
+        if rel is None:
+            rel = self.relations[name] = Relation(name, arity, self.block)
+        return rel
+
+    def transaction(self) -> Transaction:
+        return Transaction(self)
+
+
+class Transaction:
+    """One tick: stage, compute, then ``commit`` (see the module docstring)."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self.staged: list[Relation] = []
+        self.done = False
+
+    def __enter__(self) -> Transaction:
+        self.store.lock.acquire()
+        return self
+
+    def __exit__(self, kind, exc, tb) -> None:
+        try:
+            if not self.done:
+                self.rollback()
+        finally:
+            self.store.lock.release()
+
+    def stage(self, relation: Relation, delta: ZSet) -> None:
+        """Stage ``delta`` on every index of ``relation`` (a failure stages nothing)."""
+        relation.stage(delta)
+        if relation not in self.staged:
+            self.staged.append(relation)
+
+    def commit(self, then=None) -> None:
+        """Apply every staged change in place, then call ``then()``; Ctrl-C waits."""
+        with deferred_interrupts():
+            for rel in self.staged:
+                rel.commit()
+            if then is not None:
+                then()
+            self.done = True
+
+    def rollback(self) -> None:
+        for rel in self.staged:
+            rel.rollback()
+        self.staged = []
+        self.done = True
+
+
+class ChangePlan:
+    """The delta rules of several joins over a store's relations, compiled for the change
+    by change route (``wcoj.tickgen``).
+
+    Parameters
+    ----------
+    store : the relations' store.
+    joins : ``IncrementalGenericJoin`` objects (the views), each with ``change_terms()``
+        not ``None``.
+    relations : the relations whose changes the plan takes (their position is their id in
+        a change list); each change updates every index of its relation.
+    edges : for ``run_edges``: ``(directed, primary, oriented, sym, sym2)``, the relation
+        ids of a graph's primary relation, its derived oriented relation (directed
+        graphs) and up to two symmetric ones (-1 when not kept; see
+        ``kernels.tick.edge_changes``).
+    sets : every relation is a set (a graph's): leaves of weight 1 are not read.
+
+    ``counts`` holds each view's count then the primary relation's rows; the kernel
+    updates it when a tick succeeds. The plan is valid while no index is added
+    (``current``).
+    """
+
+    def __init__(self, store: Store, joins: list, relations: list[Relation], edges=(0, 0, -1, -1, -1),
+                 sets: bool = False):
+        self.store, self.joins, self.relations, self.sets = store, list(joins), list(relations), sets
+        rel_id = {id(r): i for i, r in enumerate(self.relations)}
+        terms = []
+        for v, join in enumerate(self.joins):
+            for src, atoms, plan, delta, out in join.change_terms():
+                specs = []
+                for a, (s, kind, cols) in enumerate(atoms):
+                    row = -1 if a == delta else s.ensure_index(cols).trie.part.offset
+                    specs.append(AtomSpec(rel_id[id(s)], kind, row, tuple(cols)))
+                terms.append(TermSpec(v, rel_id[id(src)], delta, tuple(specs), tuple(plan), tuple(out)))
+        max_arity = max(r.arity for r in self.relations)
+        rel_idx, idx_state, idx_cols = [0], [], []
+        self.tries = {}  # state row -> the trie there (to grow it)
+        for r in self.relations:
+            for cols, idx in r.indexes.items():
+                idx_state.append(idx.trie.part.offset)
+                idx_cols.append(list(cols) + [-1] * (max_arity - len(cols)))
+                self.tries[idx.trie.part.offset] = idx.trie
+            rel_idx.append(len(idx_state))
+        self.widths = [len(j.output) for j in self.joins]
+        self.layout = pack([np.array(rel_idx), np.array(idx_state), np.array(idx_cols), np.array(
+            [max_arity, int(edges[0]), *edges[1:]])])
+        self.kernels = compile_plan(terms, max_arity, max(self.widths, default=1))
+        self.rows = np.array(rows_of(terms), dtype=np.int64)
+        self.counts = np.zeros(len(self.joins) + 1, dtype=np.int64)
+        self.generation = store.block.generation
+
+    def current(self) -> bool:
+        """Whether no index was added to the store since the plan was made."""
+        return self.store.block.generation == self.generation
+
+    def edge_changes(self, ins: np.ndarray, dels: np.ndarray):
+        """The changes of a graph tick, for the staged route: ``(bad, changes,
+        n_primary)`` as ``kernels.tick.edge_changes`` gives them (rows ``(relation,
+        weight, row...)``, the primary's first, sorted)."""
+        return edge_changes(self.layout, self.store.block.array, ins, dels)
+
+    def run_edges(self, ins: np.ndarray, dels: np.ndarray):
+        """A graph tick of edge inserts and deletes (``int64[n, 2]``), change by change:
+        ``(bad, primary changes as (rows, weights), per view (keys, weights))``; ``bad``
+        >= 0 names an id out of range (flat position in ``ins`` then ``dels``; nothing
+        done). The counts are updated. Raises ``WeightOverflowError`` (nothing changed)."""
+        dcounts = np.zeros_like(self.counts)
+        bad, n_primary, ch, *out = self.kernels.edge_run(self.store.block.array, self.layout, self.rows, ins, dels,
+                                                         dcounts, self.counts, self.sets)
+        if bad >= 0:
+            return bad, None, None
+        if out[0] != OK:
+            out = self._resume(out, ch, dcounts)
+        return -1, (ch[:n_primary, 2:4], ch[:n_primary, 1]), self._split(out[5])
+
+    def run(self, ch: np.ndarray):
+        """A tick of prepared changes: rows ``(relation id, weight, row...)`` (the row in
+        natural order, padded to the widest arity); per view ``(keys, weights)``."""
+        dcounts = np.zeros_like(self.counts)
+        out = self.kernels.run(self.store.block.array, self.layout, self.rows, ch, 0, dcounts, self.counts,
+                               self.sets)
+        if out[0] != OK:
+            out = self._resume(out, ch, dcounts)
+        return self._split(out[5])
+
+    def _resume(self, out, ch, dcounts):
+        """Grow tries and call again until the tick is done (Ctrl-C deferred: the tick is
+        half applied between the calls); raise on an overflow (everything undone)."""
+        parts = []
+        with deferred_interrupts():
+            while out[0] == NEED_ROOM:
+                _, i, level, need, off = out[:5]
+                parts.append(out[5])
+                self.tries[off].make_room(int(level), int(need))
+                out = self.kernels.run(self.store.block.array, self.layout, self.rows, ch, i, dcounts, self.counts,
+                                       self.sets)
+        if out[0] != OK:
+            i = int(out[1])
+            raise WeightOverflowError(f"a weight does not fit in int64 at the change of row "
+                                      f"{tuple(ch[i, 2:].tolist())} (weight {int(ch[i, 1])}); the tick was undone")
+        if not parts:
+            return out
+        parts.append(out[5])
+        rows = np.concatenate(parts)
+        keys = np.concatenate([rows[:, :1], rows[:, 2:]], axis=1)
+        z = ZSet.from_arrays(keys, rows[:, 1])
+        return (OK, 0, 0, 0, 0, np.concatenate([z.keys[:, :1], z.weights[:, None], z.keys[:, 1:]], axis=1))
+
+    def _split(self, out):
+        """Per view ``(keys, weights)`` of the consolidated rows ``(view, weight,
+        keys...)`` (sorted by view)."""
+        if len(self.joins) == 1:
+            return [(np.ascontiguousarray(out[:, 2:2 + self.widths[0]]), np.ascontiguousarray(out[:, 1]))]
+        bounds = np.searchsorted(out[:, 0], np.arange(len(self.joins) + 1))
+        return [(np.ascontiguousarray(out[bounds[v]:bounds[v + 1], 2:2 + self.widths[v]]),
+                 np.ascontiguousarray(out[bounds[v]:bounds[v + 1], 1])) for v in range(len(self.joins))]

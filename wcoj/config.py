@@ -1,0 +1,75 @@
+"""The engine's tunables, in one place, each with what it trades.
+
+Every value here was chosen by measurement on this project's two-core host (the
+benchmark behind each is named); change one only with a benchmark run beside the old
+value (``./dev bench tick_ab`` / ``kernel_ab``). They are read when used, so a test or a
+benchmark may set them on this module.
+
+Constants compiled into the kernels cannot live here (Numba freezes a kernel's globals
+when it compiles): ``kernels.program.AHEAD`` (values whose lookups are prefetched),
+``kernels.count.PROBE_AHEAD`` and ``GALLOP_RATIO``, ``kernels.store.MIN_CAP`` (a new
+segment's room).
+
+>>> SLICE_ROWS >= 1 << 16
+True
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["SLICE_ROWS", "THREADS", "SHARES_PER_THREAD", "DELTA_SHARE_ROWS", "COUNT_SHARE_ROWS", "MARK_SPAN",
+           "CHANGE_ROWS", "DENSE_SPAN", "DENSE_MIN", "GROWTH", "SLACK", "RECURSION_LIMIT"]
+
+# --- joins (wcoj.generic_join)
+SLICE_ROWS = 1 << 21
+"""A level's frontier holds at most this many rows; past it the join goes on over halves
+of the frontier before it. Memory (each row holds its values and a range per part)
+against the calls it takes."""
+
+THREADS = max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
+                     8))
+"""Threads a large join or count uses (the caller and pinned helpers, ``wcoj.shares``)."""
+
+SHARES_PER_THREAD = 2
+"""A large delta rule is cut into this many shares per thread; each thread takes the next
+one left, which evens out shares that happen to hold hubs."""
+
+DELTA_SHARE_ROWS = 1 << 10
+"""A tick's delta terms run on threads from this many delta rows (about a millisecond of
+work); below it, waking helpers costs more than it saves."""
+
+COUNT_SHARE_ROWS = 2_000
+"""A count's fused last two levels run on threads from this many frontier rows (each row
+does a whole neighbourhood's work)."""
+
+MARK_SPAN = 1 << 23
+"""The largest value span a count marks in a byte map (one map per share, cleared per
+row); past it the fixed side is merged instead."""
+
+# --- ticks (indexes.transaction, queries.graph)
+CHANGE_ROWS = 1 << 14
+"""A tick of at most this many changed rows runs change by change in one kernel call
+(``kernels.tick``): each change reads one version of each list, and the tick commits in
+the same call. Larger ticks stage their delta and run each term over all of it, on
+threads (``bench_stream``: the crossing point of the two routes)."""
+
+# --- tries (indexes.trie)
+DENSE_SPAN = 32
+"""Level 0 of a trie is dense (position = value - base, no search) when its values span
+at most this many times their number: memory (8 bytes per position in four arrays)
+against a binary search per lookup."""
+
+DENSE_MIN = 64
+"""... and when it holds at least this many values (a few values are searched in cache)."""
+
+GROWTH = 1.5
+"""A trie level that runs out of room grows to this many times what it needs: memory
+against how often a tick pays for copying the level."""
+
+SLACK = 1024
+"""... and by at least this many entries."""
+
+# --- recursion (wcoj.recursion, queries)
+RECURSION_LIMIT = 10_000
+"""A fixed point that has not converged after this many iterations raises."""

@@ -1,0 +1,293 @@
+"""Counting a join's last two levels without writing them (the join program's count mode).
+
+A count needs no result rows, so ``count_tail`` takes the frontier two levels (or one)
+before the end and, per row, extends the second-to-last level one match at a time and
+counts the last level under each match at once. When the last level has two atoms of
+one set part each, one of them fixed per row (its part takes no part in the level
+before), the fixed side is marked once per row in a byte map and every match of the
+level before probes the other side's values against it: O(|other|) per match, instead of
+a merge that walks both lists (a hub's neighbour list would be walked once per match).
+When, moreover, the level before has a triangle's shape (the value one atom proposes is
+read in the other's dense level 0, whose children are the probing side), the loop
+prefetches the child ranges and the first children of the values ahead, so the cache
+misses of a large graph overlap (``_probe_row``).
+
+Inputs are int64 only; the program and frontier are ``program``'s.
+"""
+
+import numpy as np
+from numba import njit
+
+from .memory import load, prefetch, row_kernel
+from .program import SBASE, SCOL, SDENSE, SHI, SLAST, SLO, SN, SUNIT, SV, _candidates, _distinct, _next, _weight
+from .search import gallop, narrow
+from .zsets import _add_overflows, _mul_overflows
+
+__all__ = ["count_tail"]
+
+PROBE_AHEAD = 8  # values between the prefetch stages of _probe_row
+GALLOP_RATIO = 32  # a two-part count gallops through the longer side past this size ratio
+
+
+@row_kernel
+def _count_two(S, sa, la, ha, sb, lb, hb):
+    """Sum over the common values of two single-part ranges of the product of their leaf
+    weights (the count itself when both parts are sets). Returns ``(ok, sum)``."""
+    acc = np.int64(0)
+    if ha <= la or hb <= lb:
+        return True, acc
+    if ha - la > hb - lb:  # walk the shorter side
+        sa, la, ha, sb, lb, hb = sb, lb, hb, sa, la, ha
+    va, vb = S[sa, SV], S[sb, SV]
+    unit = S[sa, SUNIT] != 0 and S[sb, SUNIT] != 0
+    fast = (hb - lb) >= GALLOP_RATIO * (ha - la)
+    j = lb
+    for i in range(la, ha):
+        x = load(va, i)
+        if fast:
+            j = gallop(vb, j, hb, x)
+        else:
+            while j < hb and load(vb, j) < x:
+                j += 1
+        if j >= hb:
+            break
+        if load(vb, j) == x:
+            if unit:
+                acc += 1
+            else:
+                wa, wb = load(S[sa, SLO], i), load(S[sb, SLO], j)
+                if _mul_overflows(wa, wb) or _add_overflows(acc, wa * wb):
+                    return False, acc
+                acc += wa * wb
+            j += 1
+    return True, acc
+
+
+@row_kernel
+def _count_last(l, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
+                ne_off, ne_col, LO, HI, bound, r, lo, hi, cur, hits):
+    """Sum over the last level's matches of row ``r`` of the product of atom weights.
+
+    Returns ``(ok, sum)``; ``ok`` False on overflow.
+    """
+    s0, s1 = level_slots[l], level_slots[l + 1]
+    a0 = level_atoms[l]
+    n_atoms = level_atoms[l + 1] - a0 - 1
+    best, _ = _candidates(l, S, level_slots, atom_bounds, a0, n_atoms, bnd_off, bnd_col, bnd_upper, LO, HI, r,
+                          bound, r, lo, hi)
+    acc = np.int64(0)
+    if best < 0:
+        return True, acc
+    if s1 - s0 == 2 and n_atoms == 2 and ne_off[l] == ne_off[l + 1] and S[s0, SDENSE] == 0 \
+            and S[s0 + 1, SDENSE] == 0:  # a tight merge (the proposer's range is narrowed)
+        for i in range(bnd_off[l], bnd_off[l + 1]):
+            for j in range(2):
+                lo[j], hi[j] = narrow(S[s0 + j, SV], lo[j], hi[j], bound[r, bnd_col[i]], bnd_upper[i] != 0)
+        return _count_two(S, s0, lo[0], hi[0], s0 + 1, lo[1], hi[1])
+    for j in range(s1 - s0):
+        cur[j] = lo[j]
+    while True:
+        ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, 0)
+        if not ok:
+            return True, acc
+        if not _distinct(x, bound, r, ne_off, ne_col, l):
+            continue
+        fine, p = _weight(np.int64(1), S, s0, atom_bounds, a0, n_atoms, hits)
+        if not fine or _add_overflows(acc, p):
+            return False, acc
+        acc += p
+
+
+@row_kernel
+def _probe_row(S, sp, pl, ph, sd, sg, sf, fl, fh, mark, mark_lo, mark_size, b0, b1, bnd_col, bnd_upper,
+               bound, r, L):
+    """One row's count over its last two levels when they have a triangle's shape: each
+    value ``x`` the proposing slot ``sp`` holds in ``[pl, ph)`` is read in the dense
+    level 0 of slot ``sd``, whose children (slot ``sg``, narrowed by the ``<`` bounds
+    ``b0:b1``; column ``L`` is ``x``) are probed against the byte map of the fixed slot
+    ``sf``'s range ``[fl, fh)``. Returns ``(ok, count)``.
+
+    The child ranges and the first children of the values ahead are prefetched in two
+    stages: on a large graph every lookup misses the cache, and this lets the misses of
+    several values overlap instead of queueing one by one.
+    """
+    va, base, n0, los, his, ga = S[sp, SV], S[sd, SBASE], S[sd, SN], S[sd, SLO], S[sd, SHI], S[sg, SV]
+    end = abs(S[sp, SN])  # prefetch past ph: a batch's next rows' ranges follow this one's
+    acc = np.int64(0)
+    for i in range(pl, ph):
+        if i + 2 * PROBE_AHEAD < end:
+            k = load(va, i + 2 * PROBE_AHEAD) - base
+            if 0 <= k < n0:
+                prefetch(los + 8 * k)
+                prefetch(his + 8 * k)
+        if i + PROBE_AHEAD < end:
+            k = load(va, i + PROBE_AHEAD) - base
+            if 0 <= k < n0:
+                prefetch(ga + 8 * load(los, k))
+        k = load(va, i) - base
+        if k < 0 or k >= n0:
+            continue
+        gl, gh = load(los, k), load(his, k)
+        if gl >= gh:
+            continue
+        x = k + base
+        for b in range(b0, b1):
+            c = bnd_col[b]
+            gl, gh = narrow(ga, gl, gh, x if c == L else bound[r, c], bnd_upper[b] != 0)
+        if gh - gl > 8 * (fh - fl) + 16:  # a long list against a short one
+            ok, s = _count_two(S, sf, fl, fh, sg, gl, gh)
+            if not ok:
+                return False, acc
+        else:
+            s = np.int64(0)
+            for j in range(gl, gh):
+                v = load(ga, j) - mark_lo
+                if 0 <= v < mark_size:
+                    s += mark[v]
+        acc += s
+    return True, acc
+
+
+@njit(cache=True, nogil=True)
+def count_tail(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
+               ne_off, ne_col, bound, w, LO, HI, mark_slot, mark_lo, mark_size, r0, r1):
+    """Weighted count of the completions of frontier rows ``r0:r1`` over the last one or
+    two levels (the frontier's width ``L`` is the number of levels minus one or two).
+
+    ``mark_slot`` >= 0 names a last-level slot whose range is fixed per row (its part
+    takes no part in the second-to-last level) and whose values lie in ``[mark_lo,
+    mark_lo + mark_size)``; the other of the level's two slots must then be a set too.
+
+    Returns ``(-1, total)`` or ``(r, 0)`` for the first row ``r`` whose count overflows.
+    The kernel releases the GIL: ``wcoj.generic_join`` runs row ranges on threads.
+    """
+    n_levels = level_slots.shape[0] - 1
+    L = bound.shape[1]
+    P = LO.shape[1]
+    smax = 1
+    for l in range(L, n_levels):
+        smax = max(smax, level_slots[l + 1] - level_slots[l])
+    lo = np.empty(smax, dtype=np.int64)
+    hi = np.empty(smax, dtype=np.int64)
+    cur = np.empty(smax, dtype=np.int64)
+    hits = np.empty(smax, dtype=np.int64)
+    total = np.int64(0)
+    if L == n_levels - 1:  # one level left: count it directly
+        for r in range(r0, r1):
+            ok, s = _count_last(L, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
+                                ne_off, ne_col, LO, HI, bound, r, lo, hi, cur, hits)
+            if not ok or _mul_overflows(s, w[r]) or _add_overflows(total, s * w[r]):
+                return r, np.int64(0)
+            total += s * w[r]
+        return -1, total
+    # two levels left: extend level L row by row and count level L + 1 for each match,
+    # without materialising level L's frontier
+    l = L
+    s0, s1 = level_slots[l], level_slots[l + 1]
+    a0 = level_atoms[l]
+    n_atoms = level_atoms[l + 1] - a0 - 1
+    lo2 = np.empty(smax, dtype=np.int64)
+    hi2 = np.empty(smax, dtype=np.int64)
+    cur2 = np.empty(smax, dtype=np.int64)
+    hits2 = np.empty(smax, dtype=np.int64)
+    one_b = np.empty((1, L + 1), dtype=np.int64)
+    one_lo = np.empty((1, P), dtype=np.int64)
+    one_hi = np.empty((1, P), dtype=np.int64)
+    t0 = level_slots[l + 1]
+    use_mark = mark_slot >= 0
+    mark = np.zeros(mark_size if use_mark else 0, dtype=np.uint8)
+    jf = mark_slot - t0            # the fixed slot's and the probing slot's local index
+    jg = 1 - jf
+    g_slot = t0 + jg
+    # the shape of a triangle's last two levels (see _probe_row): level l has two atoms
+    # of one part each, one a dense level 0 whose part is the probing side
+    fast = use_mark and s1 - s0 == 2 and n_atoms == 2 and ne_off[l] == ne_off[l + 1]
+    jd = 0
+    if fast:
+        fast = False
+        for jd in range(2):
+            sd, sp = s0 + jd, s0 + 1 - jd
+            if (S[sd, SDENSE] != 0 and S[sd, SLAST] == 0 and S[sd, SCOL] == S[g_slot, SCOL]
+                    and (S[sp, SLAST] == 0 or S[sp, SUNIT] != 0) and S[sp, SDENSE] == 0):
+                fast = True
+                break
+    fa, fl, fh = np.int64(0), np.int64(0), np.int64(0)
+    for r in range(r0, r1):
+        best, _ = _candidates(l, S, level_slots, atom_bounds, a0, n_atoms, bnd_off, bnd_col, bnd_upper, LO, HI,
+                              r, bound, r, lo, hi)
+        if best < 0:
+            continue
+        if use_mark:
+            fa, fl, fh = S[mark_slot, SV], LO[r, S[mark_slot, SCOL]], HI[r, S[mark_slot, SCOL]]
+            for i in range(fl, fh):
+                mark[load(fa, i) - mark_lo] = 1
+        if fast and best == 1 - jd and lo[jd] == 0 and hi[jd] == S[s0 + jd, SN]:
+            ok2, acc = _probe_row(S, s0 + 1 - jd, lo[1 - jd], hi[1 - jd], s0 + jd, g_slot, mark_slot, fl,
+                                  fh, mark, mark_lo, mark_size, bnd_off[l + 1], bnd_off[l + 2], bnd_col,
+                                  bnd_upper, bound, r, L)
+            for i in range(fl, fh):
+                mark[load(fa, i) - mark_lo] = 0
+            if not ok2 or _mul_overflows(acc, w[r]) or _add_overflows(total, acc * w[r]):
+                return r, np.int64(0)
+            total += acc * w[r]
+            continue
+        for j in range(s1 - s0):
+            cur[j] = lo[j]
+        for c in range(L):
+            one_b[0, c] = bound[r, c]
+        for p in range(P):
+            one_lo[0, p] = LO[r, p]
+            one_hi[0, p] = HI[r, p]
+        acc = np.int64(0)
+        while True:
+            ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, 0)
+            if not ok:
+                break
+            if not _distinct(x, bound, r, ne_off, ne_col, l):
+                continue
+            fine, wt = _weight(np.int64(1), S, s0, atom_bounds, a0, n_atoms, hits)
+            if not fine:
+                return r, np.int64(0)
+            if wt == 0:
+                continue
+            one_b[0, L] = x
+            for j in range(s1 - s0):
+                s = s0 + j
+                c = S[s, SCOL]
+                h = hits[j]
+                if S[s, SLAST] == 0 and h >= 0:
+                    one_lo[0, c] = load(S[s, SLO], h)
+                    one_hi[0, c] = load(S[s, SHI], h)
+                else:
+                    one_lo[0, c] = 0
+                    one_hi[0, c] = 0
+            if use_mark:
+                # only the probing side is narrowed by the level's bounds: they constrain
+                # the value itself, so the fixed side's membership needs no narrowing
+                ga = S[g_slot, SV]
+                gl, gh = one_lo[0, S[g_slot, SCOL]], one_hi[0, S[g_slot, SCOL]]
+                for i in range(bnd_off[l + 1], bnd_off[l + 2]):
+                    gl, gh = narrow(ga, gl, gh, one_b[0, bnd_col[i]], bnd_upper[i] != 0)
+                if gh - gl > 8 * (fh - fl) + 16:  # a long list against a short one
+                    ok2, s = _count_two(S, mark_slot, fl, fh, g_slot, gl, gh)
+                else:
+                    s = np.int64(0)
+                    for k in range(gl, gh):
+                        v = load(ga, k) - mark_lo
+                        if 0 <= v < mark_size:
+                            s += mark[v]
+                    ok2 = True
+            else:
+                ok2, s = _count_last(l + 1, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
+                                     bnd_upper, ne_off, ne_col, one_lo, one_hi, one_b, 0, lo2, hi2,
+                                     cur2, hits2)
+            if not ok2 or _mul_overflows(s, wt) or _add_overflows(acc, s * wt):
+                return r, np.int64(0)
+            acc += s * wt
+        if use_mark:
+            for i in range(fl, fh):
+                mark[load(fa, i) - mark_lo] = 0
+        if _mul_overflows(acc, w[r]) or _add_overflows(total, acc * w[r]):
+            return r, np.int64(0)
+        total += acc * w[r]
+    return -1, total

@@ -1,0 +1,104 @@
+"""Raw memory access for the kernels, and the layout of the trie tables they read.
+
+The join kernels read every trie through the addresses of its arrays (``wcoj.tables``
+lays them out): a Numba tuple of arrays indexed at run time copies the whole tuple at
+every access, which cost more than the join itself. ``load(addr, i)`` is the int64 at
+``addr + 8 * i``; ``store(addr, i, x)`` writes it (the tries' in-place updates);
+``prefetch(addr)`` asks the cache for a line (a hint; it never faults).
+
+Under ``NUMBA_DISABLE_JIT=1`` the same names read and write through ``ctypes``, so the
+kernels stay valid Python for coverage and ``pdb``. The caller keeps the arrays alive
+while a kernel runs.
+
+>>> import numpy as np
+>>> from numba import njit
+>>> third = njit(lambda addr: load(addr, 2))
+>>> a = np.array([5, 6, 7], dtype=np.int64)
+>>> int(third(a.ctypes.data))
+7
+"""
+
+import ctypes
+
+from llvmlite import ir
+from numba import config, njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+__all__ = ["load", "store", "prefetch", "row_kernel", "inlined", "TABLE_FIELDS", "V", "N", "LO", "HI", "BASE", "DENSE", "CAP",
+           "USED", "DEAD", "ROOM", "LIVE", "MINV", "MAXV", "NONUNIT"]
+
+# A trie of arity r is described to the kernels by a table int64[r, TABLE_FIELDS], one row
+# per level (``wcoj.tables`` is the one Python module that builds, stacks and keeps them):
+#
+#   V      address of the level's values
+#   N      level 0: positions of the root segment (dense: of the value range); else 0
+#   LO     address of the children's starts (at the last level: of the leaf weights)
+#   HI     address of the children's ends (0 at the last level); a compact (CSR) trie
+#          points it 8 bytes past LO, so the end of child p is the start of child p + 1
+#   BASE   level 0 dense: the value at position 0
+#   DENSE  level 0: 1 when position = value - BASE (a present value has children)
+#   CAP    address of the children's capacities (0: an immutable, compact trie)
+#   USED   entries of the level's pool in use (live, slack inside segments, dead)
+#   DEAD   entries of the level's pool in freed or moved segments
+#   ROOM   entries allocated for the level's arrays
+#   LIVE   entries that hold a value (at the last level: the rows)
+#   MINV   no value of the level is smaller (a bound: deletes do not raise it)
+#   MAXV   no value of the level is larger
+#   NONUNIT  at the last level: leaves whose weight is not 1 (0: the trie is a set)
+TABLE_FIELDS = 14
+V, N, LO, HI, BASE, DENSE, CAP, USED, DEAD, ROOM, LIVE, MINV, MAXV, NONUNIT = range(TABLE_FIELDS)
+
+# The helpers a join or a tick calls per row, per candidate or per change never allocate,
+# so they are compiled without Numba's reference counting (the ``_nrt`` option): with it,
+# each call counted references to its array arguments on entry and exit, two atomic
+# operations per array and call (Numba's pruning of those pairs gives up on paths longer
+# than 15 blocks). Without it, an allocation in such a helper fails to compile. ``_nrt``
+# is underscored in Numba (pinned in pyproject.toml): a version without it fails loudly at
+# the first compile ("Unrecognized options"), never silently.
+row_kernel = njit(cache=True, nogil=True, _nrt=False)
+
+
+def inlined(f):
+    """A twin of the row kernel ``f`` that Numba inlines where it is called: for the
+    hottest call sites only (a call passes each array as seven or nine values, and a tick
+    makes several per change), since inlining everywhere doubled the cold compile time."""
+    return njit(cache=True, nogil=True, _nrt=False, inline="always")(getattr(f, "py_func", f))
+
+if config.DISABLE_JIT:
+    def load(addr, i):
+        return ctypes.c_int64.from_address(int(addr) + 8 * int(i)).value
+
+    def store(addr, i, x):
+        ctypes.c_int64.from_address(int(addr) + 8 * int(i)).value = int(x)
+
+    def prefetch(addr):
+        pass
+else:
+    @intrinsic
+    def load(typingctx, addr, i):
+        """``int64`` at ``addr + 8 * i``."""
+        def codegen(context, builder, signature, args):
+            ptr = builder.inttoptr(args[0], ir.IntType(64).as_pointer())
+            return builder.load(builder.gep(ptr, [args[1]]))
+        return types.int64(types.int64, types.int64), codegen
+
+    @intrinsic
+    def store(typingctx, addr, i, x):
+        """Write the ``int64`` ``x`` at ``addr + 8 * i``."""
+        def codegen(context, builder, signature, args):
+            ptr = builder.inttoptr(args[0], ir.IntType(64).as_pointer())
+            builder.store(args[2], builder.gep(ptr, [args[1]]))
+            return context.get_dummy_value()
+        return types.void(types.int64, types.int64, types.int64), codegen
+
+    @intrinsic
+    def prefetch(typingctx, addr):
+        """Ask the cache for the line at ``addr`` (``llvm.prefetch``: a read, kept close)."""
+        def codegen(context, builder, signature, args):
+            i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+            fn = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), "llvm.prefetch.p0")
+            builder.call(fn, [builder.inttoptr(args[0], i8p), i32(0), i32(3), i32(1)])
+            return context.get_dummy_value()
+        return types.void(types.int64), codegen
