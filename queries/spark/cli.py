@@ -15,6 +15,7 @@ Examples::
         --by time --size 604800 --window 1209600
     python -m queries.spark count --graph ../shared/data/graphs/karate.txt.gz --pattern triangle
     python -m queries.spark stream --graph edges.txt --changes changes.txt --pattern 4-cycle
+    python -m queries.spark stream --graph edges.txt --changes incoming/ --out view/
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ examples:
   python -m queries.spark ingest edges ../shared/data/graphs/karate.txt.gz -o out/karate
   python -m queries.spark count --graph ../shared/data/graphs/karate.txt.gz --pattern triangle
   python -m queries.spark stream --graph edges.txt --changes changes.txt --pattern 4-cycle
+  python -m queries.spark stream --graph edges.txt --changes incoming/ --out view/
 """
 
 _PATTERNS_HELP = ("triangle, 4-cycle (undirected), 4-clique, k-clique, k-cycle, "
@@ -124,9 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
     ticks.add_argument("--text", metavar="FILE",
                        help="also write the ticks as 'TICK +|- SRC DST' lines to FILE")
     graph = argparse.ArgumentParser(add_help=False)
-    graph.add_argument("--graph", required=True, metavar="FILE",
+    graph.add_argument("--graph", metavar="FILE",
                        help="edge list (SNAP text, gzip, CSV, Parquet) or an ingest output dir")
     graph.add_argument("--pattern", default="triangle", help=_PATTERNS_HELP)
+    graph.add_argument("--query", metavar="TEXT",
+                       help="any conjunctive query instead of --pattern, e.g. "
+                            "'D(a,b) D(b,c) D(c,a) a<b a<c', or over datom attributes "
+                            "'follows(a,b) likes(b,x) likes(a,x)'")
     graph.add_argument("--cells", type=int, metavar="N",
                        help="HyperCube cells (default twice the default parallelism)")
     graph.add_argument("--strict", action="store_true", help="stop at the first malformed line")
@@ -146,35 +152,98 @@ def build_parser() -> argparse.ArgumentParser:
                "--master local[2]")
     count.add_argument("--directed", action="store_true",
                        help="directed input (directed patterns use the arcs as given)")
+    count.add_argument("--skew", action="store_true",
+                       help="give heavy vertices their own residual grids (from the ingest "
+                            "statistics of an ingest output, else one aggregate)")
     stream = sub.add_parser(
         "stream", parents=[graph], formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="keep a pattern count up to date over ticks of edge changes",
-        description="Load the graph (routed once, cached by cell), then for every tick of "
-                    "CHANGES route only the tick's delta and apply the delta rule per cell. "
-                    "Prints one JSON object per tick: tick, changes, delta, count, seconds.",
-        epilog="CHANGES: lines 'TICK +|- SRC DST' (as for `wcoj stream`; within a tick the "
-               "last line about an edge wins; set semantics against the current graph), or "
-               "a directory written by `wcoj spark ticks` (ids as in that directory).\n\n"
+        help="keep a pattern up to date over a stream of edge changes",
+        description="Load the graph (routed once, cached on the executors by cell), then "
+                    "apply the changes tick by tick: set semantics and the delta rule run on "
+                    "the executors, only the delta travels. CHANGES a directory: a "
+                    "Structured Streaming query reads the files as they arrive and writes "
+                    "each micro-batch's view change (tick, rows, weight) to OUT/changes/ "
+                    "(Parquet), exactly once across restarts (checkpoint in OUT/_checkpoint); "
+                    "one JSON line per micro-batch. CHANGES a file (or a `wcoj spark ticks` "
+                    "output): replayed tick by tick, one JSON line per tick.",
+        epilog="CHANGES lines: 'TICK OP SRC DST' with OP + or - (also 1/-1, true/false); "
+               "# comments; within a tick the last line about an edge wins; set semantics "
+               "against the current graph. Ids are the integers of the files.\n\n"
                "examples:\n"
+               "  python -m queries.spark stream --graph edges.txt --changes incoming/ "
+               "--out view/ --pattern triangle\n"
+               "  python -m queries.spark stream --graph arcs.txt --directed --changes "
+               "incoming/ --out view/ --pattern 3-cycle --available-now\n"
                "  python -m queries.spark stream --graph edges.txt --changes changes.txt "
-               "--pattern triangle\n"
-               "  python -m queries.spark stream --graph out/g --changes out/ticks "
-               "--pattern 4-cycle --compact-every 4")
+               "--pattern 4-cycle")
     stream.add_argument("--changes", required=True, metavar="CHANGES",
-                        help="change log file or ticks directory")
+                        help="directory of arriving change files, a change file, or a "
+                             "ticks directory")
+    stream.add_argument("--out", metavar="DIR", help="sink directory (needed for a stream)")
+    stream.add_argument("--checkpoint", metavar="DIR",
+                        help="checkpoint location (default OUT/_checkpoint)")
+    stream.add_argument("--kind", choices=["edges", "datoms"], default="edges",
+                        help="change lines 'TICK OP SRC DST' (edges, default) or "
+                             "'TICK OP E A V' (datoms: A an attribute name, --query over "
+                             "attributes)")
+    stream.add_argument("--datoms", metavar="FILE",
+                        help="datoms: the starting datoms, CSV with header e,a,v or Parquet")
+    stream.add_argument("--directed", action="store_true",
+                        help="directed edges (directed patterns read the arcs as given)")
+    stream.add_argument("--format", dest="fmt", choices=["text", "csv"], default="text",
+                        help="change files: whitespace (default) or CSV fields")
+    stream.add_argument("--delimiter", help="field separator of CSV change files")
+    stream.add_argument("--max-files", type=int, default=1, metavar="N",
+                        help="files per micro-batch (default 1)")
+    stream.add_argument("--available-now", action="store_true",
+                        help="process the files present now, then stop")
+    stream.add_argument("--skew", action="store_true",
+                        help="give heavy vertices their own residual grids (as for count)")
     stream.add_argument("--compact-every", type=int, default=8, metavar="K",
                         help="fold the delta log into the cached base every K ticks (default 8)")
     stream.add_argument("--check", action="store_true",
-                        help="after every tick also recompute the count (slow; for testing)")
+                        help="replay only: after every tick also recompute the count (slow)")
     return p
 
 
-def _pattern_query(name: str):
+def _pattern_query(name: str, text: str | None = None):
+    from types import SimpleNamespace
+
     from queries.patterns import by_name
     from queries.spark.hypercube import JoinQuery
 
+    if text:
+        return SimpleNamespace(name=text), JoinQuery.parse(text)
     pattern = by_name(name)
     return pattern, JoinQuery.from_pattern(pattern)
+
+
+def _heavy(spark, args: argparse.Namespace, query, edges, progress):
+    """Heavy vertices for --skew: from the ingest statistics when the graph is an ingest
+    output (no job), else one aggregate over the edges."""
+    from pathlib import Path
+
+    from queries.spark.cells import heavy_from_degrees, heavy_hitters, heavy_threshold
+    from queries.spark.hypercube import default_cells, graph_relations
+    from queries.spark.loaders import read_manifest
+
+    if not args.skew:
+        return None
+    cells = args.cells or default_cells(spark)
+    manifest = Path(args.graph) / "manifest.json"
+    if manifest.exists() and "top_degrees" in read_manifest(manifest.parent):
+        m = read_manifest(manifest.parent)
+        heavy = heavy_from_degrees(query, m["top_degrees"],
+                                   heavy_threshold(m["counts"]["edges"], cells))
+    else:
+        rels = graph_relations(edges, directed=getattr(args, "directed", False))
+        rels = {r: rels[r] for r in query.relations}
+        first = rels[query.atoms[0][0]]
+        heavy = heavy_hitters(query, rels, heavy_threshold(first.count(), cells))
+    hubs = sorted({int(x) for h in heavy.values() for x in h})
+    progress(f"heavy vertices (own residual grids): {hubs[:10]}"
+             + (f" and {len(hubs) - 10} more" if len(hubs) > 10 else ""))
+    return heavy
 
 
 def _count(spark, args: argparse.Namespace, progress) -> dict:
@@ -186,13 +255,16 @@ def _count(spark, args: argparse.Namespace, progress) -> dict:
         read_edge_frame,
     )
 
-    pattern, query = _pattern_query(args.pattern)
+    pattern, query = _pattern_query(args.pattern, args.query)
+    if not args.graph:
+        raise WcojError("count needs --graph FILE")
     t0 = time.perf_counter()
     edges = read_edge_frame(spark, args.graph, strict=args.strict)
     rels = {k: v.cache() for k, v in graph_relations(edges, directed=args.directed).items()}
     shares = compute_shares(query, args.cells or default_cells(spark))
+    heavy = _heavy(spark, args, query, edges, progress)
     progress(f"counting {pattern.name} with shares {shares}")
-    n = hypercube_count(query, rels, shares=shares)
+    n = hypercube_count(query, rels, shares=shares, heavy=heavy)
     return {"pattern": pattern.name, "graph": str(args.graph), "count": n, "shares": shares,
             "cells": math.prod(shares.values()), "seconds": round(time.perf_counter() - t0, 3)}
 
@@ -224,39 +296,109 @@ def _ordered_batches(ticks, keys, weights):
 
 
 def _stream(spark, args: argparse.Namespace, progress) -> None:
-    import numpy as np
+    from pathlib import Path
 
-    from queries.spark.delta import DistributedDelta, EdgeSet, graph_delta
-    from queries.spark.hypercube import frame_of, graph_relations, read_edge_frame
+    from queries.spark.hypercube import read_edge_frame
 
-    pattern, query = _pattern_query(args.pattern)
-    if any(r == "D" for r, _ in query.atoms):
-        raise WcojError(f"wcoj spark stream keeps an undirected graph; {pattern.name} is "
-                        "directed (use wcoj stream --directed)")
+    pattern, query = _pattern_query(args.pattern, args.query)
+    changes = Path(args.changes)
+    is_stream = changes.is_dir() and not (changes / "manifest.json").exists()
+    datoms = args.kind == "datoms"
+    if is_stream:
+        from queries.spark.stream import check_source
+
+        check_source(changes)  # a typed error before any job
+        if not args.out:
+            raise WcojError("streaming a directory needs --out DIR (the Parquet sink)")
+    elif datoms:
+        raise WcojError("datom changes stream from a directory (--changes DIR --out DIR)")
+    if datoms and not args.query:
+        raise WcojError("a datom stream needs --query over attributes, "
+                        "e.g. 'follows(a,b) likes(b,x) likes(a,x)'")
+    if not datoms and not args.graph:
+        raise WcojError("a graph stream needs --graph FILE (its starting edges)")
+    if datoms:
+        edges = _read_datoms(spark, args.datoms, args.strict) if args.datoms else None
+    else:
+        edges = read_edge_frame(spark, args.graph, strict=args.strict)
+    heavy = None if datoms else _heavy(spark, args, query, edges, progress)
+    if is_stream:
+        from queries.spark.stream import ChangeStream
+
+        t0 = time.perf_counter()
+        cs = ChangeStream(spark, query, edges, changes, args.out, checkpoint=args.checkpoint,
+                          kind=args.kind, directed=args.directed, fmt=args.fmt,
+                          delimiter=args.delimiter,
+                          max_files_per_trigger=args.max_files, n_cells=args.cells,
+                          heavy=heavy, compact_every=args.compact_every)
+        held = len(cs.view.facts if datoms else cs.view.edges)
+        progress(f"{held} {args.kind}, {pattern.name} count {cs.view.count} "
+                 f"({time.perf_counter() - t0:.1f}s); reading {changes}")
+        try:
+            if args.available_now:
+                for line in cs.run_available():
+                    print(json.dumps(line), flush=True)
+            else:
+                q = cs.start()
+                shown = 0
+                try:
+                    while q.isActive:
+                        q.awaitTermination(1)
+                        for line in cs.batches[shown:]:
+                            print(json.dumps(line), flush=True)
+                        shown = len(cs.batches)
+                except KeyboardInterrupt:
+                    q.stop()
+                if q.exception() is not None and cs.last_error is not None:
+                    raise cs.last_error
+        finally:
+            cs.close()
+        return
+    from queries.spark.delta import GraphDelta
+
     batches = _ticks(args.changes)
     t0 = time.perf_counter()
-    edges = read_edge_frame(spark, args.graph, strict=args.strict)
-    table = edges.toArrow()
-    current = EdgeSet(np.column_stack([table.column("src").to_numpy(),
-                                       table.column("dst").to_numpy()]).astype(np.int64))
-    view = DistributedDelta(query, graph_relations(edges), n_cells=args.cells,
-                            compact_every=args.compact_every)
-    count = view.total()
-    progress(f"{len(current)} edges, {pattern.name} count {count}, cells "
-             f"{view.grid.n_cells} ({time.perf_counter() - t0:.1f}s)")
+    view = GraphDelta(query, edges, directed=args.directed, n_cells=args.cells, heavy=heavy,
+                      compact_every=args.compact_every)
+    progress(f"{len(view.edges)} edges, {pattern.name} count {view.count}, cells "
+             f"{view.view.plan.total_cells} ({time.perf_counter() - t0:.1f}s)")
     try:
         for tick, keys, weights in batches:
             t1 = time.perf_counter()
-            k, w = current.apply(keys, weights)
-            delta = int(view.step(graph_delta(frame_of(spark, k, w)))) if len(w) else 0
-            count += delta
-            line = {"tick": int(tick), "changes": int(len(w)), "delta": delta, "count": count,
-                    "seconds": round(time.perf_counter() - t1, 3)}
+            ((_, w), delta), = view.apply([(keys, weights)], count_only=True)
+            line = {"tick": int(tick), "changes": int(len(w)), "delta": int(delta),
+                    "count": view.count, "seconds": round(time.perf_counter() - t1, 3)}
             if args.check:
-                line["recomputed"] = view.total()
+                line["recomputed"] = view.view.total()
             print(json.dumps(line), flush=True)
     finally:
         view.close()
+
+
+def _read_datoms(spark, path: str, strict: bool):
+    """Starting datoms ``e, a, v`` (CSV with that header, or Parquet), ids as integers."""
+    from pyspark.sql import functions as F
+
+    from queries.spark.readers import (
+        check_malformed,
+        check_paths,
+        detect_format,
+        read_records,
+        typed_int,
+    )
+
+    paths = check_paths([path])
+    fmt = detect_format(paths)
+    records, types = read_records(spark, paths, fmt, ["e", "a", "v"], ["e", "a", "v"],
+                                  header=fmt != "parquet")
+    e, e_err = typed_int("e", types["e"])
+    v, v_err = typed_int("v", types["v"])
+    a_err = F.when(F.col("a").isNull(), F.lit("missing a"))
+    rows = records.select("_file", "_line", "_text", F.coalesce(e_err, a_err, v_err)
+                          .alias("_error"), e.alias("e"), F.col("a").cast("string").alias("a"),
+                          v.alias("v"))
+    check_malformed(rows, strict, what="datom")
+    return rows.filter(F.col("_error").isNull()).select("e", "a", "v")
 
 
 def _run(args: argparse.Namespace, progress) -> dict:

@@ -8,4 +8,4 @@ import importlib.util
 
 collect_ignore_glob: list[str] = []
 if importlib.util.find_spec("pyspark") is None:
-    collect_ignore_glob = ["readers.py", "dictionary.py", "ingest.py", "ticks.py"]
+    collect_ignore_glob = ["readers.py", "dictionary.py", "ingest.py", "ticks.py", "pipeline.py"]

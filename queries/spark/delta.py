@@ -1,14 +1,19 @@
 """Per-tick deltas of a conjunctive query on Spark: the telescoping rule per HyperCube cell.
 
-Holds :class:`DistributedDelta`: the base relations routed once to their HyperCube cells
-(:mod:`queries.spark.hypercube`), consolidated, hash-partitioned by cell and persisted;
-each tick routes and shuffles only the tick's delta, and every cell the delta reaches runs
-the in-process :class:`wcoj.generic_join.IncrementalGenericJoin` over Relations loaded
-with the cell's state and the staged cell delta. Also :func:`graph_delta` (the ``D``/``O``
-/``S`` deltas of an undirected edge delta) and :class:`EdgeSet` (set semantics for edge
-changes, kept on the driver). Relies on pyspark, pyarrow, ``wcoj``, ``indexes`` and
-:mod:`queries.spark.hypercube`. Used by the ``wcoj spark stream`` command, tests and
-``benchmarks/bench_spark.py``.
+Holds :class:`DistributedDelta` (any conjunctive query over named relations, fed Z-set
+deltas per relation), :class:`GraphDelta` (a graph pattern fed raw edge changes: set
+semantics on the executors by :class:`queries.spark.edgeset.EdgeStore`, then the deltas
+of ``D``, ``O`` and ``S`` by :func:`graph_deltas`) and :class:`DatomDelta` (a conjunctive
+query over attributes fed raw datom changes: set semantics of the datoms on the
+executors by :class:`queries.spark.edgeset.FactStore`, one relation ``(e, v)`` per
+attribute). The base is routed once to its cells
+and cached on the executors (:class:`queries.spark.cells.CellStore`); a tick routes only
+its delta, on the driver, and ships it in one broadcast to the cells it reaches, whose
+Python workers run :class:`wcoj.generic_join.IncrementalGenericJoin` over the base rows
+that can meet the delta. Relies on pyspark, numpy, ``wcoj``, ``indexes``,
+:mod:`queries.spark.cells`, :mod:`queries.spark.edgeset` and
+:mod:`queries.spark.hypercube`. Used by the ``wcoj spark stream`` command
+(:mod:`queries.spark.stream`), tests and ``benchmarks/bench_spark.py``.
 
 The rule (DESIGN.md, "The incremental join, exactly"), for atoms ``A1 .. An``::
 
@@ -16,19 +21,12 @@ The rule (DESIGN.md, "The incremental join, exactly"), for atoms ``A1 .. An``::
 
 is linear in the tuples of each atom, and a HyperCube cell sees every tuple that can meet
 a given tuple of another atom, so ΔQ is the sum over cells of the rule evaluated on each
-cell's rows, each result again found in exactly one cell.
+cell's rows, each result again found in exactly one cell (and in exactly one skew
+residual, see :mod:`queries.spark.cells`).
 
-State is log-structured::
-
-    state = base (persisted, partitioned by cell) + log[0] + ... + log[k-1]
-
-Each tick appends its routed delta to the log; every ``compact_every`` ticks the log is
-folded into a new base (union, group by row, sum the weights, drop zeros, repartition by
-cell, persist). The base side of the per-tick cogroup keeps its partitioning, so Spark
-shuffles only the log and the delta. Before the cogroup the base is cut down to the cells
-the delta reaches and, per atom, to the tuples that share a value with the delta on a
-common variable (broadcast joins with the delta's values; skipped for atoms some delta
-atom shares no variable with, e.g. the opposite edges of a 4-cycle).
+Cost of a tick of k changes: two Spark jobs (set semantics, then the cells), each on the
+partitions the tick reaches; no shuffle; the driver routes O(k) rows; a cell reads its
+cached base and binary-searches the rows that share values with the delta.
 """
 
 from __future__ import annotations
@@ -38,59 +36,35 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from queries.spark.hypercube import (
-    WEIGHT,
-    Grid,
-    JoinQuery,
-    _CellSpec,
-    _cell_join,
-    _count_table,
-    _empty,
-    _result_table,
-    _table_arrays,
-    compute_shares,
-    default_cells,
-    frame_of,
-    result_schema,
-    route,
-)
+from queries.spark.cells import CellStore, RoutePlan, atom_rows, heavy_hitters, heavy_threshold
+from queries.spark.hypercube import JoinQuery, default_cells, graph_relations
 from wcoj.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pyarrow as pa
     from pyspark.sql import DataFrame
 
-__all__ = ["DistributedDelta", "graph_delta", "EdgeSet"]
+__all__ = ["DistributedDelta", "GraphDelta", "DatomDelta", "graph_deltas"]
+
+Rows = tuple[np.ndarray, np.ndarray]
 
 
-def _concat(parts: Sequence[tuple]) -> tuple:
-    return tuple(np.concatenate([p[j] for p in parts]) for j in range(3))
-
-
-def _delta_udf(spec: _CellSpec, count_only: bool):
-    """Per cell: prev = base + older log rows, delta = this tick's rows (``cur`` = 1)."""
-
-    def run(key: tuple, base: pa.Table, log: pa.Table) -> pa.Table:
-        cell = int(key[0].as_py())
-        cur = log.column("cur").to_numpy() if log.num_rows else np.zeros(0, np.int32)
-        if not cur.any():
-            return _count_table(cell, 0) if count_only else _result_table(
-                spec, cell, _empty(len(spec.output)), False)
-        older = _table_arrays(log.filter(_mask(log, 0)), spec.width)
-        delta = _table_arrays(log.filter(_mask(log, 1)), spec.width)
-        prev = _concat([_table_arrays(base, spec.width), older])
-        join = _cell_join(spec, prev, delta)
-        if count_only:
-            return _count_table(cell, int(join.delta(count_only=True)))
-        return _result_table(spec, cell, join.delta(), False)
-
-    return run
-
-
-def _mask(table: pa.Table, value: int) -> Any:
-    import pyarrow.compute as pc
-
-    return pc.equal(table.column("cur"), value)
+def _as_rows(delta: Any, name: str) -> Rows:
+    """``(keys, weights)`` of a relation delta given as arrays or a DataFrame."""
+    if isinstance(delta, tuple):
+        keys, weights = delta
+        keys = np.asarray(keys, dtype=np.int64)
+        if keys.ndim != 2:
+            raise InputError(f"delta of {name}: keys must be 2-d (rows, columns), "
+                             f"got shape {keys.shape}")
+        return keys, np.asarray(weights, dtype=np.int64).reshape(-1)
+    table = delta.toArrow()
+    cols = [c for c in table.column_names if c != "weight"]
+    if not cols:
+        raise InputError(f"delta of {name}: no key columns")
+    keys = np.column_stack([table.column(c).to_numpy().astype(np.int64) for c in cols])
+    weights = (table.column("weight").to_numpy().astype(np.int64) if "weight" in
+               table.column_names else np.ones(table.num_rows, np.int64))
+    return keys.reshape(table.num_rows, len(cols)), weights
 
 
 class DistributedDelta:
@@ -103,274 +77,236 @@ class DistributedDelta:
         The base state of every relation the query names (integer columns in natural
         order, optional ``weight``).
     shares : mapping, optional
-        HyperCube shares; default :func:`queries.spark.hypercube.compute_shares` over
-        ``n_cells`` (default twice the default parallelism).
+        Shares of the light grid; default :func:`compute_shares` over ``n_cells``
+        (default twice the default parallelism).
+    heavy : mapping of variable -> values, or "auto", optional
+        Heavy values (see :class:`queries.spark.cells.RoutePlan`); ``"auto"`` finds the
+        values above :func:`queries.spark.cells.heavy_threshold` with one aggregate.
     compact_every : int
-        Fold the log into a new persisted base after this many ticks.
+        Fold the log of routed deltas into the cached base after this many ticks.
 
     Attributes
     ----------
-    grid : Grid
-        The cells.
+    plan : RoutePlan
     n_ticks : int
-        Ticks applied.
 
     Examples
     --------
     >>> view = DistributedDelta(JoinQuery.from_pattern(triangle()), graph_relations(edges))
     ... # doctest: +SKIP
-    >>> view.step(graph_delta(changes))   # ΔQ's total weight   # doctest: +SKIP
+    >>> view.step({"O": (keys, weights), "S": ...})   # ΔQ's total weight  # doctest: +SKIP
     """
 
     def __init__(self, query: JoinQuery, relations: Mapping[str, DataFrame], *,
                  shares: Mapping[str, int] | None = None, n_cells: int | None = None,
-                 compact_every: int = 8):
+                 heavy: Mapping[str, Any] | str | None = None, compact_every: int = 8,
+                 n_parts: int | None = None):
         missing = [r for r in query.relations if r not in relations]
         if missing:
             raise InputError(f"no base given for relation(s) {missing}")
-        if compact_every < 1:
-            raise InputError(f"compact_every must be at least 1, got {compact_every}")
         self.query = query
         self.spark = next(iter(relations.values())).sparkSession
-        if shares is None:
-            shares = compute_shares(query, n_cells or default_cells(self.spark))
-        self.grid = Grid({v: int(shares.get(v, 1)) for v in query.variables})
-        self.spec = _CellSpec.of(query)
-        self.keys = ["cell", "atom"] + [f"c{j}" for j in range(query.width)]
-        self.n_partitions = int(self.spark.conf.get("spark.sql.shuffle.partitions"))
-        self.compact_every = compact_every
-        self.base = self._persist(self._consolidate(route(query, relations, self.grid)))
-        self.log: list[DataFrame] = []
+        n_cells = n_cells or default_cells(self.spark)
+        if heavy == "auto":
+            first = relations[query.atoms[0][0]]
+            heavy = heavy_hitters(query, relations, heavy_threshold(first.count(), n_cells))
+        self.plan = RoutePlan(query, shares, n_cells, heavy)
+        self.cells = CellStore(self.plan, {r: relations[r] for r in query.relations},
+                               n_parts=n_parts, compact_every=compact_every)
         self.n_ticks = 0
 
     def __repr__(self) -> str:
-        return (f"DistributedDelta({len(self.query.atoms)} atoms, cells={self.grid.n_cells}, "
-                f"ticks={self.n_ticks}, log={len(self.log)})")
+        return (f"DistributedDelta({len(self.query.atoms)} atoms, "
+                f"cells={self.plan.total_cells}, ticks={self.n_ticks}, "
+                f"log={len(self.cells.state.log)})")
 
-    # ------------------------------------------------------------------ state
-    def _consolidate(self, routed: DataFrame) -> DataFrame:
-        from pyspark.sql import functions as F
+    @property
+    def grid(self):
+        """The light grid (the only one without heavy values)."""
+        return self.plan.grid
 
-        return (routed.groupBy(*self.keys).agg(F.sum(WEIGHT).alias(WEIGHT))
-                .filter(F.col(WEIGHT) != 0))
-
-    def _persist(self, df: DataFrame) -> DataFrame:
-        from pyspark import StorageLevel
-
-        df = df.repartition(self.n_partitions, "cell").persist(StorageLevel.MEMORY_AND_DISK)
-        df.count()
-        return df
-
-    def compact(self) -> None:
-        """Fold the log into a new persisted base (union, sum per row, drop zeros)."""
-        if not self.log:
-            return
-        state = self.base
-        for d in self.log:
-            state = state.unionByName(d)
-        old = [self.base, *self.log]
-        self.base = self._persist(self._consolidate(state))
-        self.log = []
-        for df in old:
-            df.unpersist()
-
-    def state(self) -> DataFrame:
-        """The routed state: base plus log (rows may repeat until compaction)."""
-        out = self.base
-        for d in self.log:
-            out = out.unionByName(d)
+    def steps(self, ticks: Sequence[Mapping[str, Any]], count_only: bool = True) -> list:
+        """Apply consecutive ticks in one pass; per tick what :meth:`step` returns."""
+        atom_ticks = []
+        for deltas in ticks:
+            per_atom: dict[int, tuple] = {}
+            for rel in self.query.relations:
+                if rel not in deltas:
+                    continue
+                keys, weights = _as_rows(deltas[rel], rel)
+                per_atom.update(atom_rows(self.query, rel, keys, weights))
+            atom_ticks.append(per_atom)
+        out = self.cells.apply(atom_ticks, count_only)
+        self.n_ticks += len(ticks)
         return out
 
-    def close(self) -> None:
-        """Release the persisted base and log."""
-        for df in [self.base, *self.log]:
-            df.unpersist()
-        self.log = []
-
-    # ------------------------------------------------------------------ queries
-    def total(self) -> int:
-        """The query's total weight over the current state, recomputed per cell."""
-        from pyspark.sql import functions as F
-
-        from queries.spark.hypercube import _batch_udf
-
-        out = self.state().groupBy("cell").applyInArrow(
-            _batch_udf(self.spec, True, False), result_schema(self.query, True))
-        return int(out.agg(F.sum("count")).first()[0] or 0)
-
-    def result(self) -> DataFrame:
-        """The query's rows over the current state, recomputed per cell."""
-        from queries.spark.hypercube import _batch_udf
-
-        return self.state().groupBy("cell").applyInArrow(
-            _batch_udf(self.spec, False, False), result_schema(self.query, False))
-
-    def step(self, deltas: Mapping[str, DataFrame], count_only: bool = True) -> int | DataFrame:
+    def step(self, deltas: Mapping[str, Any], count_only: bool = True) -> int | Rows:
         """Apply one tick: route the deltas, join them per cell, advance the state.
 
         Parameters
         ----------
-        deltas : mapping of name -> DataFrame
-            Each changed relation's Z-set delta (integer columns, ``weight``; rows
-            without a weight column count +1). Relations left out did not change;
+        deltas : mapping of name -> (keys, weights) or DataFrame
+            Each changed relation's Z-set delta. Relations left out did not change;
             relations the query does not name are ignored.
         count_only : bool
-            Return ΔQ's total weight (an ``int``); otherwise a DataFrame of ΔQ's rows
-            ``(output..., weight)``, computed before the state advances (it is
-            persisted; unpersist it when done).
-
-        Returns
-        -------
-        int or DataFrame
+            Return ΔQ's total weight (an ``int``); otherwise ΔQ's rows ``(keys, weights)``
+            (columns in ``query.output`` order, consolidated, on the driver).
         """
-        from pyspark import StorageLevel
-        from pyspark.sql import functions as F
+        return self.steps([deltas], count_only)[0]
 
-        atoms = [i for i, (r, _) in enumerate(self.query.atoms) if r in deltas]
-        if not atoms:
-            return 0 if count_only else self.spark.createDataFrame(
-                [], result_schema(self.query, False))
-        # not consolidated here: the cells consolidate (ZSet.from_arrays) and so does compact
-        routed = route(self.query, deltas, self.grid, atoms)
-        routed = routed.repartition(self.n_partitions, "cell").persist(
-            StorageLevel.MEMORY_AND_DISK)
-        base = self._reduce_base(routed.toArrow())  # one job: routes, persists, collects
-        log = [d.withColumn("cur", F.lit(0)) for d in self.log] + [
-            routed.withColumn("cur", F.lit(1))]
-        side = log[0]
-        for d in log[1:]:
-            side = side.unionByName(d)
-        out = base.groupBy("cell").cogroup(side.groupBy("cell")).applyInArrow(
-            _delta_udf(self.spec, count_only), result_schema(self.query, count_only))
-        if count_only:
-            result: int | DataFrame = int(out.agg(F.sum("count")).first()[0] or 0)
-        else:
-            result = out.persist(StorageLevel.MEMORY_AND_DISK)
-            result.count()
-        self.log.append(routed)
-        self.n_ticks += 1
-        if len(self.log) >= self.compact_every:
-            self.compact()
-        return result
+    def total(self) -> int:
+        """The query's total weight over the current state, recomputed per cell."""
+        return self.cells.total()
 
-    def _reduce_base(self, routed: pa.Table) -> DataFrame:
-        """The base rows that can meet this tick's delta (keeps the base's partitioning).
+    def rows(self) -> Rows:
+        """The query's rows over the current state, recomputed per cell (small results)."""
+        return self.cells.rows()
 
-        Cells the delta does not reach are dropped. Atom ``j``'s tuple is kept when some
-        delta atom ``i != j`` shares no variable with it, or when one of its variables
-        takes a value that a delta atom ``i != j`` holding that variable has (a superset
-        of the tuples the rule can join, which is all it needs). The values travel as
-        small broadcast tables joined on ``(atom, c_p)``, one per column position ``p``:
-        a broadcast join keeps the base's partitioning by cell, so it is not shuffled.
-        """
-        from pyspark.sql import functions as F
+    def compact(self) -> None:
+        self.cells.state.compact()
 
-        q = self.query
-        atom, keys, _ = _table_arrays(routed, q.width)
-        cells = np.unique(routed.column("cell").to_numpy()).tolist()
-        delta_atoms = np.unique(atom).tolist()
-        by_var = {}
-        for i in delta_atoms:
-            for j, v in enumerate(q.atom_variables(i)):
-                by_var.setdefault(v, []).append((i, np.unique(keys[atom == i, j])))
-        keep_all, allowed = [], [[] for _ in range(q.width)]
-        for j in range(len(q.atoms)):
-            vj = q.atom_variables(j)
-            if any(i != j and not set(vj) & set(q.atom_variables(i)) for i in delta_atoms):
-                keep_all.append(j)
-                continue
-            for p, v in enumerate(vj):
-                vals = [x for i, x in by_var.get(v, []) if i != j]
-                if vals:
-                    allowed[p].append((j, np.unique(np.concatenate(vals))))
-        base = self.base.filter(F.col("cell").isin(cells)) if len(cells) < self.grid.n_cells \
-            else self.base
-        flags = [F.col("atom").isin(keep_all)] if keep_all else []
-        for p, parts in enumerate(allowed):
-            if not parts:
-                continue
-            table = frame_of(self.spark, np.concatenate([np.column_stack(
-                [np.full(len(vals), j), vals]) for j, vals in parts]),
-                names=(f"_a{p}", f"_v{p}"))
-            base = base.join(F.broadcast(table), (F.col("atom") == F.col(f"_a{p}"))
-                             & (F.col(f"c{p}") == F.col(f"_v{p}")), "left")
-            flags.append(F.col(f"_v{p}").isNotNull())
-        if not flags:  # only atoms that changed alone: no base row is read
-            return base.limit(0)
-        keep = flags[0]
-        for f in flags[1:]:
-            keep = keep | f
-        return base.filter(keep).select(*self.keys, WEIGHT)
+    def close(self) -> None:
+        """Release the cached base (waits for a running compaction)."""
+        self.cells.close()
 
 
-# ---------------------------------------------------------------------- graphs
-def graph_delta(changes: DataFrame) -> dict[str, DataFrame]:
-    """The deltas of ``D``, ``O``, ``S`` for an undirected graph from an edge delta.
+def graph_deltas(edges: Rows, pairs: Rows | None, directed: bool) -> dict[str, Rows]:
+    """The deltas of ``D``, ``O``, ``S`` (:mod:`queries.patterns`) from an edge set delta.
 
-    ``changes`` has columns ``(src, dst, weight)`` with ``src < dst`` (canonical
-    undirected edges; a valid set-semantics delta, e.g. from :class:`EdgeSet`).
+    ``edges``: the set delta of the primary relation (undirected: ``(min, max)`` pairs;
+    directed: arcs); ``pairs``: for directed graphs, the delta of the undirected pairs.
     """
-    from pyspark.sql import functions as F
-
-    o = changes.select(F.col(changes.columns[0]).cast("bigint").alias("src"),
-                       F.col(changes.columns[1]).cast("bigint").alias("dst"),
-                       F.col(WEIGHT).cast("bigint").alias(WEIGHT))
-    s = o.unionByName(o.select(F.col("dst").alias("src"), F.col("src").alias("dst"), WEIGHT))
-    return {"D": s, "O": o, "S": s}
+    ek, ew = edges
+    o = (ek, ew) if not directed else pairs
+    s = (np.concatenate([o[0], o[0][:, ::-1]]), np.concatenate([o[1], o[1]]))
+    return {"D": (ek, ew) if directed else s, "O": o, "S": s}
 
 
-class EdgeSet:
-    """The current undirected edge set on the driver, turning changes into set deltas.
+def _advance(owner: Any, sets: list, deltas: list, count_only: bool) -> list:
+    """Run the relation deltas of some ticks through ``owner.view``; keep ``owner.count``;
+    per tick the set delta and the view's change."""
+    changes = owner.view.steps(deltas, count_only)
+    for ch in changes:
+        owner.count += ch if count_only else int(ch[1].sum())
+    return [((k, w), ch) for (k, w, _), ch in zip(sets, changes)]
 
-    An insert of an edge already present, or a delete of an absent one, changes nothing;
-    within a tick the last change of an edge wins. Edges are canonical ``(min, max)``,
-    self-loops dropped.
 
-    >>> s = EdgeSet(np.array([[1, 2], [3, 2]]))
-    >>> k, w = s.apply(np.array([[2, 1], [1, 3], [2, 3]]), np.array([1, 1, -1]))
-    >>> k.tolist(), w.tolist(), len(s)
-    ([[1, 3], [2, 3]], [1, -1], 2)
+class GraphDelta:
+    """A graph pattern kept up to date on Spark from ticks of raw edge changes.
+
+    Parameters
+    ----------
+    query : JoinQuery
+        Over ``D``, ``O``, ``S`` (e.g. ``JoinQuery.from_pattern(cycle(3))``).
+    edges : DataFrame
+        The starting graph (columns ``src, dst``).
+    directed : bool
+        Directed input: ``D`` holds the arcs as given; else undirected edges.
+    Other parameters as in :class:`DistributedDelta`.
+
+    Attributes
+    ----------
+    edges : queries.spark.edgeset.EdgeStore
+    view : DistributedDelta
+    count : int
+        The pattern's current total weight.
     """
 
-    def __init__(self, edges: np.ndarray):
-        self.keys = _canonical_unique(np.asarray(edges, dtype=np.int64).reshape(-1, 2))
+    def __init__(self, query: JoinQuery, edges: DataFrame, *, directed: bool = False,
+                 n_cells: int | None = None, heavy: Mapping[str, Any] | str | None = None,
+                 compact_every: int = 8, n_parts: int | None = None):
+        from queries.spark.edgeset import EdgeStore
 
-    def __len__(self) -> int:
-        return int(self.keys.shape[0])
+        self.query = query
+        self.directed = directed
+        self.edges = EdgeStore(edges, directed=directed, n_parts=n_parts,
+                               compact_every=compact_every)
+        rels = graph_relations(edges, directed=directed)
+        self.view = DistributedDelta(query, rels, n_cells=n_cells, heavy=heavy,
+                                     compact_every=compact_every, n_parts=n_parts)
+        self.count = self.view.total()
 
-    def apply(self, keys: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Apply changes (``weights`` > 0 insert, < 0 delete); return the set delta."""
-        keys = np.asarray(keys, dtype=np.int64).reshape(-1, 2)
-        weights = np.asarray(weights, dtype=np.int64).reshape(-1)
-        keep = keys[:, 0] != keys[:, 1]
-        keys, weights = np.sort(keys[keep], axis=1), weights[keep]
-        if not keys.shape[0]:
-            return np.zeros((0, 2), np.int64), np.zeros(0, np.int64)
-        order = np.lexsort((np.arange(len(keys)), keys[:, 1], keys[:, 0]))
-        keys, weights = keys[order], weights[order]
-        last = np.ones(len(keys), dtype=bool)
-        last[:-1] = np.any(keys[1:] != keys[:-1], axis=1)
-        keys, want = keys[last], weights[last] > 0
-        have = _contains(self.keys, keys)
-        change = want != have
-        keys, w = keys[change], np.where(want[change], 1, -1).astype(np.int64)
-        added, removed = keys[w > 0], keys[w < 0]
-        current = self.keys[~_contains(removed, self.keys)] if len(removed) else self.keys
-        self.keys = _canonical_unique(np.concatenate([current, added])) if len(added) else current
-        return keys, w
+    def apply(self, ticks: Sequence[tuple[np.ndarray, np.ndarray]], count_only: bool = False
+              ) -> list[tuple[Rows, Any]]:
+        """Apply ticks of changes ``(keys (k, 2), weights (k,))`` (weight > 0 inserts,
+        < 0 deletes; within a tick the last change of an edge wins).
 
+        Returns, per tick, the edge set delta ``(keys, weights)`` and the view's change
+        (its total weight, or its rows ``(keys, weights)``).
+        """
+        sets = self.edges.apply(ticks)
+        deltas = [graph_deltas((k, w), o, self.directed) for k, w, o in sets]
+        return _advance(self, sets, deltas, count_only)
 
-def _canonical_unique(keys: np.ndarray) -> np.ndarray:
-    keys = np.sort(keys[keys[:, 0] != keys[:, 1]], axis=1)
-    return np.unique(keys, axis=0) if len(keys) else np.zeros((0, 2), np.int64)
+    def close(self) -> None:
+        self.edges.close()
+        self.view.close()
 
 
-def _contains(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Which rows of ``keys`` occur in the lexsorted unique ``sorted_keys``."""
-    if not len(sorted_keys) or not len(keys):
-        return np.zeros(len(keys), dtype=bool)
-    a = sorted_keys.view([("u", np.int64), ("v", np.int64)]).reshape(-1)
-    b = np.ascontiguousarray(keys).view([("u", np.int64), ("v", np.int64)]).reshape(-1)
-    pos = np.searchsorted(a, b)
-    pos[pos == len(a)] = 0
-    return a[pos] == b
+class DatomDelta:
+    """A conjunctive query over attributes kept up to date from ticks of datom changes.
+
+    Parameters
+    ----------
+    query : JoinQuery
+        Atoms over attribute names, two terms each ``(e, v)``: ``follows(a, b) likes(b, x)``
+        (e.g. :meth:`JoinQuery.parse`).
+    datoms : DataFrame, optional
+        The starting datoms, columns ``e`` (BIGINT), ``a`` (STRING), ``v`` (BIGINT); only
+        the query's attributes are kept. Default: none.
+    spark : SparkSession
+        Needed when ``datoms`` is None.
+    Other parameters as in :class:`DistributedDelta`.
+
+    Attributes
+    ----------
+    attributes : list of str
+        The query's attributes; a change row's first column is the position here.
+    facts : queries.spark.edgeset.FactStore
+        The current datoms ``(attribute position, e, v)`` on the executors.
+    view : DistributedDelta
+    count : int
+    """
+
+    def __init__(self, query: JoinQuery, datoms: DataFrame | None = None, *, spark=None,
+                 n_cells: int | None = None, heavy: Mapping[str, Any] | str | None = None,
+                 compact_every: int = 8, n_parts: int | None = None):
+        from pyspark.sql import functions as F
+
+        from queries.spark.edgeset import FactStore
+
+        for rel, terms in query.atoms:
+            if len(terms) != 2:
+                raise InputError(f"atom {rel}{terms}: an attribute atom has two terms (e, v)")
+        self.query = query
+        self.attributes = list(query.relations)
+        if datoms is None:
+            datoms = spark.createDataFrame([], "e BIGINT, a STRING, v BIGINT")
+        d = datoms.select(F.col("e").cast("bigint").alias("e"), F.col("a").cast("string"),
+                          F.col("v").cast("bigint").alias("v")).filter(
+            F.col("a").isin(self.attributes))
+        code = F.array_position(F.array(*[F.lit(a) for a in self.attributes]), F.col("a")) - 1
+        self.facts = FactStore(d.select(code.cast("bigint").alias("a"), "e", "v"),
+                               n_parts=n_parts, compact_every=compact_every)
+        rels = {a: d.filter(F.col("a") == a).select("e", "v").distinct()
+                for a in self.attributes}
+        self.view = DistributedDelta(query, rels, n_cells=n_cells, heavy=heavy,
+                                     compact_every=compact_every, n_parts=n_parts)
+        self.count = self.view.total()
+
+    def apply(self, ticks: Sequence[tuple[np.ndarray, np.ndarray]], count_only: bool = False
+              ) -> list[tuple[Rows, Any]]:
+        """Apply ticks of changes ``(rows (k, 3) [attribute position, e, v], weights)``
+        (weight > 0 asserts, < 0 retracts; the last change of a datom in a tick wins).
+
+        Returns, per tick, the datoms' set delta and the view's change (its total weight,
+        or its rows ``(keys, weights)``).
+        """
+        sets = self.facts.apply(ticks)
+        deltas = [{a: (k[k[:, 0] == i][:, 1:], w[k[:, 0] == i])
+                   for i, a in enumerate(self.attributes)} for k, w, _ in sets]
+        return _advance(self, sets, deltas, count_only)
+
+    def close(self) -> None:
+        self.facts.close()
+        self.view.close()

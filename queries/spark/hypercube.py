@@ -4,13 +4,16 @@ Holds :class:`JoinQuery` (atoms over named relations, ``<``/``!=`` filters, outp
 variables), :func:`compute_shares` (an integer share per variable whose product is at most
 the number of cells), :class:`Grid` (the cells: mixed-radix coordinates), :func:`route`
 (Spark SQL: hash buckets per variable as columns, each atom's tuples replicated to every
-cell that agrees with them) and :func:`hypercube_join` / :func:`hypercube_count` (group
-by cell, then the in-process :class:`wcoj.generic_join.IncrementalGenericJoin` over
-:class:`indexes.index.Relation`\\ s built from the cell's rows with numpy, through
-``applyInArrow``). Also :func:`graph_relations` (the ``D``/``O``/``S`` relations of
-:mod:`queries.patterns` from an edge DataFrame) and :func:`read_edge_frame`. Relies on
-pyspark, pyarrow, ``wcoj`` and ``indexes``. Used by :mod:`queries.spark.delta`, the
-``wcoj spark count`` command, tests and ``benchmarks/bench_spark.py``.
+cell that agrees with them), :func:`hypercube_join` (rows: group by cell, then the
+in-process :class:`wcoj.generic_join.IncrementalGenericJoin` over
+:class:`indexes.Relation`\\ s built from the cell's rows with numpy, through
+``applyInArrow``) and :func:`hypercube_count` (the same buckets computed in numpy on the
+executors, with skew residuals, by :mod:`queries.spark.cells`), and
+:meth:`JoinQuery.parse` (a query from text). Also :func:`graph_relations` (the
+``D``/``O``/``S`` relations of :mod:`queries.patterns` from an edge DataFrame) and
+:func:`read_edge_frame`. Relies on pyspark, pyarrow, ``wcoj`` and ``indexes``. Used by
+:mod:`queries.spark.cells`, :mod:`queries.spark.delta`, the ``wcoj spark`` command,
+tests and ``benchmarks/bench_spark.py``.
 
 The HyperCube algorithm (Afrati and Ullman, "Optimizing joins in a map-reduce
 environment"; Beame, Koutris, Suciu, "Communication steps for parallel query
@@ -128,6 +131,37 @@ class JoinQuery:
             raise QueryError(f"output variable(s) {missing} occur in no atom")
 
     @classmethod
+    def parse(cls, text: str) -> JoinQuery:
+        """A query from text: atoms ``name(x, y, ...)`` (integer terms are constants) and
+        filters ``x < y`` (any of ``< <= > >= != ==``), separated by spaces or commas.
+
+        >>> q = JoinQuery.parse("follows(a, b) likes(b, x), likes(a, x) a != b")
+        >>> q.atoms, q.filters
+        ((('follows', ('a', 'b')), ('likes', ('b', 'x')), ('likes', ('a', 'x'))), (('!=', 'a', 'b'),))
+        >>> JoinQuery.parse(":person/age(p, 42)").atoms
+        ((':person/age', ('p', 42)),)
+        """
+        import re
+
+        atoms, filters = [], []
+        pos = 0
+        token = re.compile(r"\s*(?:(?P<rel>[^\s(),<>=!]+)\((?P<terms>[^)]*)\)"
+                           r"|(?P<x>\w+)\s*(?P<op><=|>=|!=|==|<|>)\s*(?P<y>\w+))\s*,?")
+        while pos < len(text.rstrip()):
+            m = token.match(text, pos)
+            if m is None or m.end() == pos:
+                raise QueryError(f"cannot read the query at column {pos + 1}: "
+                                 f"{text[pos:pos + 30]!r}; expected name(x, y) or x < y")
+            if m.group("rel"):
+                terms = [t.strip() for t in m.group("terms").split(",") if t.strip()]
+                atoms.append((m.group("rel"), tuple(
+                    int(t) if re.fullmatch(r"[+-]?\d+", t) else t for t in terms)))
+            else:
+                filters.append((m.group("op"), m.group("x"), m.group("y")))
+            pos = m.end()
+        return cls(atoms, filters)
+
+    @classmethod
     def from_pattern(cls, pattern: Any) -> JoinQuery:
         """The query of a :class:`queries.patterns.Pattern` (relations ``D``/``O``/``S``)."""
         return cls(pattern.atoms, pattern.filters, pattern.output)
@@ -157,7 +191,8 @@ class JoinQuery:
 
 # ---------------------------------------------------------------------- shares and cells
 def compute_shares(query: JoinQuery, n_cells: int,
-                   sizes: Sequence[float] | None = None) -> dict[str, int]:
+                   sizes: Sequence[float] | None = None,
+                   fixed: Sequence[str] = ()) -> dict[str, int]:
     """Integer shares per variable whose product is at most ``n_cells`` (greedy, LP-free).
 
     Starting from all ones, repeatedly raise by one the share that most lowers the
@@ -173,12 +208,16 @@ def compute_shares(query: JoinQuery, n_cells: int,
         Upper bound on the number of cells (e.g. 2 to 4 times the cores).
     sizes : sequence of float, optional
         Rows per atom (default all equal).
+    fixed : sequence of str
+        Variables kept at share 1 (the heavy variables of a skew residual).
 
     >>> from queries.patterns import triangle, cycle
     >>> compute_shares(JoinQuery.from_pattern(triangle()), 8)
     {'a': 2, 'b': 2, 'c': 2}
     >>> compute_shares(JoinQuery.from_pattern(cycle(4, directed=False)), 8)
     {'a': 2, 'v1': 2, 'v2': 2, 'v3': 1}
+    >>> compute_shares(JoinQuery.from_pattern(triangle()), 8, fixed=["a"])
+    {'a': 1, 'b': 4, 'c': 2}
     """
     if n_cells < 1:
         raise InputError(f"n_cells must be at least 1, got {n_cells}")
@@ -199,7 +238,7 @@ def compute_shares(query: JoinQuery, n_cells: int,
         total = math.prod(shares.values())
         best = None
         for v in vars_:
-            if total // shares[v] * (shares[v] + 1) > n_cells:
+            if v in fixed or total // shares[v] * (shares[v] + 1) > n_cells:
                 continue
             trial = dict(shares, **{v: shares[v] + 1})
             c = cost(trial)
@@ -475,7 +514,9 @@ def hypercube_join(
         shares = compute_shares(query, n_cells or default_cells(spark), sizes)
     shares = {v: int(shares.get(v, 1)) for v in query.variables}
     grid = Grid(shares)
-    routed = route(query, relations, grid)
+    # an explicit partition count: adaptive execution would otherwise coalesce the small
+    # routed table into one task, and every cell would run on one core
+    routed = route(query, relations, grid).repartition(grid.n_cells, "cell")
     spec = _CellSpec.of(query)
     out = routed.groupBy("cell").applyInArrow(
         _batch_udf(spec, count_only, with_cell), result_schema(query, count_only, with_cell))
@@ -487,13 +528,25 @@ def hypercube_join(
     return out
 
 
-def hypercube_count(query: JoinQuery, relations: Mapping[str, DataFrame], **kwargs: Any) -> int:
-    """The sum of the result weights of ``query`` (see :func:`hypercube_join`)."""
-    from pyspark.sql import functions as F
+def hypercube_count(query: JoinQuery, relations: Mapping[str, DataFrame], *,
+                    shares: Mapping[str, int] | None = None, n_cells: int | None = None,
+                    heavy: Mapping[str, Any] | None = None, n_parts: int | None = None) -> int:
+    """The sum of the result weights of ``query``: HyperCube routing, generic join per cell.
 
-    df = hypercube_join(query, relations, count_only=True, **kwargs)
-    total = df.agg(F.sum("count")).first()[0]
-    return int(total or 0)
+    Routing runs in numpy on the executors (:func:`queries.spark.cells.cell_rdd`, the same
+    buckets as :func:`route`), with one grid per skew residual when ``heavy`` values are
+    given (:class:`queries.spark.cells.RoutePlan`); one shuffle; then each cell runs the
+    in-process generic join. Parameters as in :func:`hypercube_join`, plus ``heavy``
+    (variable -> heavy values) and ``n_parts`` (RDD partitions; default
+    ``min(cells, task slots)``, see :func:`queries.spark.cached.task_slots`).
+    """
+    from queries.spark.cells import RoutePlan, count_cells
+
+    if not relations:
+        raise InputError("no relations given")
+    spark = next(iter(relations.values())).sparkSession
+    plan = RoutePlan(query, shares, n_cells or default_cells(spark), heavy)
+    return count_cells(plan, relations, n_parts)
 
 
 # ---------------------------------------------------------------------- graphs

@@ -1,12 +1,15 @@
 """Ingest edge lists and datoms on Spark into dictionary-encoded, sorted Parquet indexes.
 
 Holds :func:`ingest_edges` (SNAP text, gzip, CSV with or without header, Parquet ->
-dense node ids -> canonical undirected edges -> one sorted index per column order) and
-:func:`ingest_datoms` (``e, a, v[, tx, op]`` in CSV or Parquet -> entity, attribute and
-value ids -> per-tick Z-set and the integrated state in EAV, AEV, AVE order). Both write
-into a staged directory renamed into place at the end (no partial output), with a
-``manifest.json``; both accept a previous output as ``dictionary`` to reuse and grow its
-ids (incremental ingest). Relies on pyspark, :mod:`queries.spark.readers`,
+dense node ids -> canonical undirected edges -> one sorted index per column order, and
+degree statistics for skew-aware routing) and :func:`ingest_datoms` (``e, a, v[, tx, op]``
+in CSV or Parquet -> entity, attribute and value ids -> per-tick Z-set and the integrated
+state in EAV, AEV, AVE order). Both are runs of the one pipeline of
+:mod:`queries.spark.pipeline` (read and validate with line numbers, intern into stable
+ids, write sorted partitions, manifest, rename into place), as is
+:func:`queries.spark.ticks.make_ticks`; both accept a previous output as ``dictionary``
+to reuse and grow its ids (incremental ingest). Relies on pyspark,
+:mod:`queries.spark.pipeline`, :mod:`queries.spark.readers`,
 :mod:`queries.spark.dictionary` and :mod:`queries.spark.loaders`. Used by the
 ``wcoj spark ingest`` command and tests; the engine reads the result with
 :mod:`queries.spark.loaders`.
@@ -14,93 +17,33 @@ ids (incremental ingest). Relies on pyspark, :mod:`queries.spark.readers`,
 
 from __future__ import annotations
 
-import math
 import os
-import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from queries.spark.dictionary import encode, grow_dictionary
-from queries.spark.loaders import load_index, staged_output, write_manifest
-from queries.spark.readers import (
-    check_malformed,
-    check_paths,
-    detect_format,
-    read_records,
-    typed_id,
-    typed_int,
-    typed_op,
-    typed_value,
-)
-from wcoj.errors import InputError
+from queries.spark.dictionary import encode
+from queries.spark.loaders import load_index
+from queries.spark.pipeline import IngestRun, Progress, read_dictionary, write_index
+from queries.spark.readers import typed_id, typed_int, typed_op, typed_value
 
 __all__ = ["ingest_edges", "ingest_datoms", "write_index", "read_dictionary", "EDGE_ORDERS",
-           "DATOM_ORDERS"]
+           "DATOM_ORDERS", "TOP_DEGREES"]
 
 EDGE_ORDERS = (("src", "dst"), ("dst", "src"))
 DATOM_ORDERS = (("e", "a", "v"), ("a", "e", "v"), ("a", "v", "e"))
-ROWS_PER_FILE = 1 << 20
-Progress = Callable[[str], None] | None
+TOP_DEGREES = 64  # the manifest keeps the highest degrees: the heavy-hitter candidates
 
 
-def _say(progress: Progress, message: str) -> None:
-    if progress is not None:
-        progress(message)
-
-
-def read_dictionary(spark: SparkSession, previous: str | os.PathLike | None,
-                    domain: str) -> DataFrame | None:
-    """The ``domain`` dictionary of a previous output directory, or None."""
-    if previous is None:
-        return None
-    path = Path(previous) / "dictionary" / domain
-    if not path.is_dir():
-        raise InputError(f"{previous} has no dictionary for {domain!r} (expected {path})")
-    return spark.read.parquet(str(path)).select("id", "type", "value")
-
-
-def write_index(df: DataFrame, path: str | os.PathLike, columns: Sequence[str],
-                n_rows: int, extra: Sequence[str] = ()) -> None:
-    """Write ``df`` sorted by ``columns`` as range partitions ``part-00000...`` in order."""
-    cores = os.cpu_count() or 1
-    n = max(1, min(2 * cores, math.ceil(n_rows / ROWS_PER_FILE)))
-    cols = list(columns)
-    (df.select(*cols, *extra).repartitionByRange(n, *cols).sortWithinPartitions(*cols)
-     .write.mode("error").parquet(str(path)))
-
-
-def _write_dictionary(dictionary: DataFrame, path: Path, n: int) -> DataFrame:
-    """Write the dictionary sorted by id; return it read back (a stable, cheap source)."""
-    write_index(dictionary, path, ["id"], n, extra=["type", "value"])
-    return dictionary.sparkSession.read.parquet(str(path))
-
-
-def _manifest(kind: str, sources: list[str], **items: Any) -> dict[str, Any]:
-    return {"kind": kind, "format_version": 1, "sources": sources,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **items}
-
-
-def _wrap_spark_errors(what: str, sources: list[str]) -> Any:
-    """Context: a Spark failure while reading becomes an InputError naming the inputs."""
-    from contextlib import contextmanager
-
-    from pyspark.errors import PySparkException
-    from py4j.protocol import Py4JJavaError
-
-    @contextmanager
-    def guard():
-        try:
-            yield
-        except (PySparkException, Py4JJavaError) as exc:
-            first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else repr(exc)
-            raise InputError(f"{what} {sources} failed: {first}") from exc
-
-    return guard()
+def _top_degrees(edges: DataFrame, n: int = TOP_DEGREES) -> list[list[int]]:
+    """``[[node id, degree], ...]`` of the ``n`` highest degrees (ties by id)."""
+    ends = edges.select(F.col("src").alias("v")).unionByName(edges.select(F.col("dst").alias("v")))
+    rows = (ends.groupBy("v").agg(F.count(F.lit(1)).alias("d"))
+            .orderBy(F.col("d").desc(), F.col("v")).limit(n).collect())
+    return [[int(r["v"]), int(r["d"])] for r in rows]
 
 
 def ingest_edges(
@@ -169,55 +112,42 @@ def ingest_edges(
         Unreadable input, wrong column types, a header without the columns, a malformed
         line in strict mode, or no valid line at all. ``out`` is then left untouched.
     """
-    paths = check_paths(inputs)
-    fmt = fmt or detect_format(paths)
     src, dst = columns
-    with staged_output(out, overwrite) as stage, _wrap_spark_errors("ingesting edges", paths):
-        _say(progress, f"reading {len(paths)} input(s) as {fmt}")
-        records, types = read_records(spark, paths, fmt, [src, dst], [src, dst], header=header,
-                                      delimiter=delimiter)
+    run = IngestRun(spark, inputs, out, "ingesting edges", fmt=fmt, strict=strict,
+                    overwrite=overwrite, progress=progress)
+
+    def typing(types):
         s_tag, s_val, s_err = typed_id(src, types[src], node_type)
         d_tag, d_val, d_err = typed_id(dst, types[dst], node_type)
-        rows = records.select(
-            "_file", "_line", "_text", F.coalesce(s_err, d_err).alias("_error"),
-            s_tag.alias("st"), s_val.alias("sv"), d_tag.alias("dt"), d_val.alias("dv"),
-        )
-        bad = check_malformed(rows, strict, what="edge line")
-        good = rows.filter(F.col("_error").isNull()).drop("_file", "_line", "_text", "_error")
-        good = good.localCheckpoint(eager=True)
-        n_read, n_loops = good.agg(F.count(F.lit(1)), F.count(F.when(
-            (F.col("st") == F.col("dt")) & (F.col("sv") == F.col("dv")), 1))).first()
-        if n_read == 0:
-            raise InputError(f"no edges in {paths}" + (f"; e.g. {bad.examples[0]}"
-                                                        if bad.examples else ""))
-        _say(progress, f"read {n_read} edge lines ({bad.count} malformed skipped); interning")
+        return {"st": s_tag, "sv": s_val, "dt": d_tag, "dv": d_val}, [s_err, d_err]
+
+    with run:
+        good, n_read = run.read([src, dst], [src, dst], typing, what="edge line",
+                                header=header, delimiter=delimiter)
+        n_loops = 0 if directed else good.filter(
+            (F.col("st") == F.col("dt")) & (F.col("sv") == F.col("dv"))).count()
         nodes = good.select(F.col("st").alias("type"), F.col("sv").alias("value")).unionByName(
             good.select(F.col("dt").alias("type"), F.col("dv").alias("value")))
-        full, n_new, n_nodes = grow_dictionary(nodes, read_dictionary(spark, dictionary, "node"))
-        full = _write_dictionary(full, stage / "dictionary" / "node", n_nodes)
+        full, n_new, n_nodes = run.intern("node", nodes, dictionary)
         enc = encode(encode(good, full, "st", "sv", "src"), full, "dt", "dv", "dst")
         if not directed:
             enc = enc.select(F.least("src", "dst").alias("src"),
                              F.greatest("src", "dst").alias("dst"))
-        n_loops = 0 if directed else n_loops
         edges = enc.filter(F.col("src") != F.col("dst")) if not directed else enc
         edges = edges.select("src", "dst").distinct().localCheckpoint(eager=True)
         n_edges = edges.count()
         for order in orders:
-            _say(progress, f"writing {n_edges} edges sorted by {tuple(order)}")
-            write_index(edges, stage / "edges" / "_".join(order), order, n_edges)
+            run.write_sorted(edges, "edges/" + "_".join(order), order, n_edges)
         if npz:
-            keys, _ = load_index(stage / "edges" / "src_dst", ["src", "dst"])
-            np.savez(stage / "edges.npz", keys=keys)
-        manifest = _manifest(
-            "edges", paths, format=fmt, directed=directed, node_type=node_type,
+            keys, _ = load_index(run.stage / "edges" / "src_dst", ["src", "dst"])
+            np.savez(run.stage / "edges.npz", keys=keys)
+        run.counts.update(edge_lines=n_read, edges=n_edges, self_loops_dropped=n_loops,
+                          nodes=n_nodes, new_nodes=n_new)
+        manifest = run.finish(
+            "edges", directed=directed, node_type=node_type,
             orders=[list(o) for o in orders], dictionary_from=str(dictionary or ""),
-            counts={"edge_lines": n_read, "malformed_lines": bad.count, "edges": n_edges,
-                    "self_loops_dropped": n_loops, "nodes": n_nodes, "new_nodes": n_new},
-            malformed_examples=bad.examples, files={"edges.npz": npz},
-        )
-        write_manifest(stage, manifest)
-    _say(progress, f"wrote {out}: {n_edges} edges, {n_nodes} nodes")
+            files={"edges.npz": npz}, top_degrees=_top_degrees(edges))
+    run.say(f"wrote {out}: {n_edges} edges, {n_nodes} nodes")
     return manifest
 
 
@@ -263,13 +193,11 @@ def ingest_datoms(
     dict
         The manifest.
     """
-    paths = check_paths(inputs)
-    fmt = fmt or detect_format(paths)
     names = ["e", "a", "v", "tx", "op"]
-    with staged_output(out, overwrite) as stage, _wrap_spark_errors("ingesting datoms", paths):
-        _say(progress, f"reading {len(paths)} datom input(s) as {fmt}")
-        records, types = read_records(spark, paths, fmt, names, ["e", "a", "v"], header=header,
-                                      delimiter=delimiter)
+    run = IngestRun(spark, inputs, out, "ingesting datoms", fmt=fmt, strict=strict,
+                    overwrite=overwrite, progress=progress)
+
+    def typing(types):
         e_tag, e_val, e_err = typed_id("e", types["e"])
         a_tag, a_val, a_err = typed_id("a", types["a"], "string")
         v_tag, v_val, v_err = typed_value("v", types["v"])
@@ -277,25 +205,19 @@ def ingest_datoms(
         r_tag, r_val, _ = typed_id("v", types["v"])
         tx, tx_err = typed_int("tx", types["tx"]) if "tx" in types else (F.lit(0), None)
         w, w_err = typed_op("op", types["op"]) if "op" in types else (F.lit(1), None)
-        errors = [c for c in (e_err, a_err, v_err, tx_err, w_err) if c is not None]
-        rows = records.select(
-            "_file", "_line", "_text", F.coalesce(*errors).alias("_error"),
-            e_tag.alias("et"), e_val.alias("ev"), a_tag.alias("at"), a_val.alias("av"),
-            F.when(is_ref, r_tag).otherwise(v_tag).alias("vt"),
-            F.when(is_ref, r_val).otherwise(v_val).alias("vv"), is_ref.alias("ref"),
-            tx.cast("bigint").alias("tx"), w.cast("bigint").alias("w"),
-        )
-        bad = check_malformed(rows, strict, what="datom")
-        good = rows.filter(F.col("_error").isNull()).drop("_file", "_line", "_text", "_error")
-        good = good.localCheckpoint(eager=True)
-        n_read = good.count()
-        if n_read == 0:
-            raise InputError(f"no datoms in {paths}" + (f"; e.g. {bad.examples[0]}"
-                                                         if bad.examples else ""))
-        _say(progress, f"read {n_read} datoms ({bad.count} malformed skipped); interning")
+        cols = {"et": e_tag, "ev": e_val, "at": a_tag, "av": a_val,
+                "vt": F.when(is_ref, r_tag).otherwise(v_tag),
+                "vv": F.when(is_ref, r_val).otherwise(v_val), "ref": is_ref,
+                "tx": tx.cast("bigint"), "w": w.cast("bigint")}
+        return cols, [e_err, a_err, v_err, tx_err, w_err]
+
+    with run:
+        good, n_read = run.read(names, ["e", "a", "v"], typing, what="datom", header=header,
+                                delimiter=delimiter)
         refv = good.filter("ref").select(F.col("vt").alias("type"), F.col("vv").alias("value"))
         ents = good.select(F.col("et").alias("type"), F.col("ev").alias("value")).unionByName(refv)
-        counts: dict[str, int] = {"datom_lines": n_read, "malformed_lines": bad.count}
+        counts = run.counts
+        counts["datom_lines"] = n_read
         dicts = {}
         for domain, values in (
             ("entity", ents),
@@ -303,11 +225,9 @@ def ingest_datoms(
             ("value", good.filter(~F.col("ref")).select(F.col("vt").alias("type"),
                                                          F.col("vv").alias("value"))),
         ):
-            full, n_new, n_ids = grow_dictionary(values, read_dictionary(spark, dictionary,
-                                                                         domain))
-            dicts[domain] = _write_dictionary(full, stage / "dictionary" / domain, n_ids)
+            dicts[domain], n_new, n_ids = run.intern(domain, values, dictionary)
             counts[f"{domain}_ids"], counts[f"new_{domain}_ids"] = n_ids, n_new
-        _say(progress, "encoding and consolidating per tick")
+        run.say("encoding and consolidating per tick")
         enc = encode(encode(good, dicts["entity"], "et", "ev", "e"), dicts["attribute"],
                      "at", "av", "a")
         by_ref = encode(enc.filter("ref"), dicts["entity"], "vt", "vv", "v")
@@ -317,21 +237,16 @@ def ingest_datoms(
                 .filter(F.col("weight") != 0).localCheckpoint(eager=True))
         counts["datoms"] = zset.count()
         counts["ticks"] = zset.select("tx").distinct().count()
-        write_index(zset, stage / "datoms", ["tx", "e", "a", "v"], counts["datoms"],
-                    extra=["weight"])
+        run.write_sorted(zset, "datoms", ["tx", "e", "a", "v"], counts["datoms"],
+                         extra=["weight"])
         state = (zset.groupBy("e", "a", "v").agg(F.sum("weight").alias("weight"))
                  .filter(F.col("weight") != 0).localCheckpoint(eager=True))
         counts["state_datoms"] = state.count()
         for order in orders:
-            _say(progress, f"writing {counts['state_datoms']} datoms sorted by {tuple(order)}")
-            write_index(state, stage / "index" / "".join(order), order, counts["state_datoms"],
-                        extra=["weight"])
-        manifest = _manifest(
-            "datoms", paths, format=fmt, refs=list(refs), orders=[list(o) for o in orders],
-            dictionary_from=str(dictionary or ""), counts=counts,
-            malformed_examples=bad.examples,
-        )
-        write_manifest(stage, manifest)
-    _say(progress, f"wrote {out}: {counts['state_datoms']} datoms in state, "
-                   f"{counts['ticks']} tick(s)")
+            run.write_sorted(state, "index/" + "".join(order), order, counts["state_datoms"],
+                             extra=["weight"])
+        manifest = run.finish("datoms", refs=list(refs), orders=[list(o) for o in orders],
+                              dictionary_from=str(dictionary or ""))
+    run.say(f"wrote {out}: {counts['state_datoms']} datoms in state, "
+            f"{counts['ticks']} tick(s)")
     return manifest

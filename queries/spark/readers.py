@@ -41,6 +41,10 @@ __all__ = [
     "typed_op",
     "check_malformed",
     "display_path",
+    "raw_lines",
+    "is_data_line",
+    "split_fields",
+    "change_columns",
 ]
 
 MAX_REPORTED = 10
@@ -101,13 +105,18 @@ def _readable(path: str) -> bool:
         return False
 
 
+def raw_lines(df: DataFrame) -> DataFrame:
+    """``_file, _block, _mid, _text`` of a text scan (``spark.read.text`` or a micro-batch
+    of ``spark.readStream.format("text")`` that kept ``_metadata``)."""
+    if "_file" not in df.columns:
+        df = df.select(F.col("_metadata.file_path").alias("_file"),
+                       F.col("_metadata.file_block_start").alias("_block"), "value")
+    return df.select("_file", "_block", F.monotonically_increasing_id().alias("_mid"),
+                     F.col("value").alias("_text"))
+
+
 def _numbered_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
-    raw = spark.read.text(paths).select(
-        F.col("_metadata.file_path").alias("_file"),
-        F.col("_metadata.file_block_start").alias("_block"),
-        F.monotonically_increasing_id().alias("_mid"),
-        F.col("value").alias("_text"),
-    )
+    raw = raw_lines(spark.read.text(paths))
     rows = raw.groupBy("_file", "_block").agg(
         F.min("_mid").alias("_first"), F.count(F.lit(1)).alias("_n")
     ).collect()
@@ -121,6 +130,28 @@ def _numbered_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
     return raw.join(table, ["_file", "_block"]).select(
         "_file", (F.col("_mid") - F.col("_first") + F.col("_before") + 1).alias("_line"), "_text"
     )
+
+
+def is_data_line(comment: str = "#") -> Column:
+    """True for lines that hold data (not blank, not a comment)."""
+    trimmed = F.trim(F.col("_text"))
+    return (trimmed != "") & ~trimmed.startswith(comment)
+
+
+def split_fields(fmt: str, positions: dict[str, int], delimiter: str | None = None
+                 ) -> dict[str, Column]:
+    """The text field of each name of ``positions`` in column ``_text`` (NULL if missing).
+
+    Text splits on whitespace (or ``delimiter``); CSV parses quotes per line.
+    """
+    sep = delimiter if delimiter is not None else ("," if fmt == "csv" else None)
+    width = max(positions.values(), default=0) + 1
+    if fmt == "csv" or sep is not None:
+        ddl = ", ".join(f"c{i} STRING" for i in range(width))
+        parsed = F.from_csv(F.col("_text"), ddl, {"sep": sep or ",", "mode": "PERMISSIVE"})
+        return {n: F.trim(parsed[f"c{i}"]) for n, i in positions.items()}
+    parts = F.split(F.trim(F.col("_text")), r"\s+")
+    return {n: F.get(parts, i) for n, i in positions.items()}
 
 
 def _header_positions(
@@ -185,8 +216,7 @@ def read_records(
         return _read_parquet(spark, paths, names, required)
     sep = delimiter if delimiter is not None else ("," if fmt == "csv" else None)
     lines = _numbered_lines(spark, paths)
-    trimmed = F.trim(F.col("_text"))
-    lines = lines.filter((trimmed != "") & ~trimmed.startswith(comment))
+    lines = lines.filter(is_data_line(comment))
     if header:
         positions = _header_positions(lines, names, required, sep)
         lines = lines.join(
@@ -194,14 +224,7 @@ def read_records(
         ).filter(F.col("_line") != F.col("_hline")).drop("_hline")
     elif positions is None:
         positions = {n: i for i, n in enumerate(names)}
-    width = max(positions.values(), default=0) + 1
-    if fmt == "csv" or sep is not None:
-        ddl = ", ".join(f"c{i} STRING" for i in range(width))
-        parsed = F.from_csv(F.col("_text"), ddl, {"sep": sep or ",", "mode": "PERMISSIVE"})
-        fields = {n: F.trim(parsed[f"c{i}"]) for n, i in positions.items()}
-    else:
-        parts = F.split(trimmed, r"\s+")
-        fields = {n: F.get(parts, i) for n, i in positions.items()}
+    fields = split_fields(fmt, positions, delimiter)
     cols = [F.col("_file"), F.col("_line"), F.col("_text")]
     cols += [fields[n].alias(n) for n in names if n in fields]
     return lines.select(*cols), {n: T.StringType() for n in names if n in fields}
@@ -314,6 +337,23 @@ def typed_op(name: str, dtype: T.DataType) -> tuple[Column, Column]:
         F.lit(f"expected {name} '+' or '-', found '"), F.coalesce(c.cast("string"), F.lit("")),
         F.lit("'")))
     return w, err
+
+
+def change_columns(types: dict[str, T.DataType], node_type: str = "long",
+                   ends: tuple[str, str] = ("src", "dst")) -> tuple[dict[str, Column], Column]:
+    """Typed columns of a change log ``TICK OP SRC DST``, and the line's error (or NULL).
+
+    Columns ``tick`` (BIGINT), ``w`` (+1/-1) and the endpoints as (type tag, canonical
+    text) pairs ``st, sv, dt, dv`` (see :func:`typed_id`; with ``node_type="long"`` a
+    non-integer endpoint is an error); ``ends`` names the two id columns (``e, v`` for
+    datoms). Shared by ``make_ticks`` and the change stream.
+    """
+    tick, tick_err = typed_int("tick", types["tick"])
+    w, w_err = typed_op("op", types["op"])
+    s_tag, s_val, s_err = typed_id(ends[0], types[ends[0]], node_type)
+    d_tag, d_val, d_err = typed_id(ends[1], types[ends[1]], node_type)
+    cols = {"tick": tick, "w": w, "st": s_tag, "sv": s_val, "dt": d_tag, "dv": d_val}
+    return cols, F.coalesce(tick_err, w_err, s_err, d_err)
 
 
 def check_malformed(

@@ -30,58 +30,36 @@ import numpy as np
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from queries.spark.dictionary import dense_rank, encode, grow_dictionary
-from queries.spark.ingest import (
-    Progress,
-    _manifest,
-    _say,
-    _wrap_spark_errors,
-    _write_dictionary,
-    read_dictionary,
-)
-from queries.spark.loaders import load_dictionary, replay_ticks, staged_output, write_manifest
-from queries.spark.readers import (
-    check_malformed,
-    check_paths,
-    detect_format,
-    read_records,
-    typed_id,
-    typed_int,
-    typed_op,
-)
+from queries.spark.dictionary import dense_rank, encode
+from queries.spark.loaders import load_dictionary, replay_ticks
+from queries.spark.pipeline import IngestRun, Progress
+from queries.spark.readers import change_columns, typed_id, typed_int
 from queries.spark.textio import write_changes
 from wcoj.errors import InputError
 
 __all__ = ["make_ticks", "replay_ticks", "ticks_to_changes"]
 
 
-def _read_changes(spark: SparkSession, paths: list[str], fmt: str, source: str,
-                  time_column: str | None, header: bool, delimiter: str | None,
-                  node_type: str) -> tuple[Any, list]:
-    if source == "changes":
-        names = ["tick", "op", "src", "dst"]
-        records, types = read_records(spark, paths, fmt, names, names, header=header,
-                                      delimiter=delimiter)
-        pos, pos_err = typed_int("tick", types["tick"])
-        w, w_err = typed_op("op", types["op"])
-    elif source == "edges":
-        names = ["src", "dst"] + ([time_column] if time_column else [])
-        records, types = read_records(spark, paths, fmt, names, names, header=header,
-                                      delimiter=delimiter)
+def _change_typing(source: str, time_column: str | None, node_type: str):
+    """The column rules of a change log (``changes``) or a timed edge list (``edges``)."""
+    def changes(types):
+        cols, error = change_columns(types, node_type)
+        return {"pos": cols["tick"], "w": cols["w"], "st": cols["st"], "sv": cols["sv"],
+                "dt": cols["dt"], "dv": cols["dv"]}, [error]
+
+    def edges(types):
         pos, pos_err = typed_int(time_column, types[time_column]) if time_column else (
             F.lit(0).cast("bigint"), None)
-        w, w_err = F.lit(1).cast("bigint"), None
-    else:
-        raise InputError(f"unknown source {source!r}; expected 'edges' or 'changes'")
-    s_tag, s_val, s_err = typed_id("src", types["src"], node_type)
-    d_tag, d_val, d_err = typed_id("dst", types["dst"], node_type)
-    errors = [c for c in (pos_err, w_err, s_err, d_err) if c is not None]
-    rows = records.select(
-        "_file", "_line", "_text", F.coalesce(*errors).alias("_error"), pos.alias("pos"),
-        w.alias("w"), s_tag.alias("st"), s_val.alias("sv"), d_tag.alias("dt"),
-        d_val.alias("dv"),
-    )
-    return rows, names
+        s_tag, s_val, s_err = typed_id("src", types["src"], node_type)
+        d_tag, d_val, d_err = typed_id("dst", types["dst"], node_type)
+        return {"pos": pos, "w": F.lit(1).cast("bigint"), "st": s_tag, "sv": s_val,
+                "dt": d_tag, "dv": d_val}, [pos_err, s_err, d_err]
+
+    if source == "changes":
+        return ["tick", "op", "src", "dst"], changes
+    if source == "edges":
+        return ["src", "dst"] + ([time_column] if time_column else []), edges
+    raise InputError(f"unknown source {source!r}; expected 'edges' or 'changes'")
 
 
 def make_ticks(
@@ -153,21 +131,14 @@ def make_ticks(
         raise InputError(f"unknown by={by!r}; expected 'count' or 'time'")
     if not intern and node_type != "long":
         raise InputError("without interning node labels must be integers (node_type='long')")
-    paths = check_paths(inputs)
-    fmt = fmt or detect_format(paths)
     if source == "edges" and by == "time" and not time_column:
         raise InputError("by='time' needs a time column")
-    with staged_output(out, overwrite) as stage, _wrap_spark_errors("cutting ticks from", paths):
-        _say(progress, f"reading {len(paths)} change input(s) as {fmt}")
-        rows, _ = _read_changes(spark, paths, fmt, source, time_column, header, delimiter,
-                                node_type)
-        bad = check_malformed(rows, strict, what="change line")
-        good = rows.filter(F.col("_error").isNull()).drop("_text", "_error")
-        good = good.localCheckpoint(eager=True)
-        n_read = good.count()
-        if n_read == 0:
-            raise InputError(f"no changes in {paths}" + (f"; e.g. {bad.examples[0]}"
-                                                          if bad.examples else ""))
+    names, typing = _change_typing(source, time_column, node_type)
+    run = IngestRun(spark, inputs, out, "cutting ticks from", fmt=fmt, strict=strict,
+                    overwrite=overwrite, progress=progress)
+    with run:
+        good, n_read = run.read(names, names, typing, what="change line", header=header,
+                                delimiter=delimiter, keep=("_file", "_line"))
         u0 = 0
         if source == "changes":
             changes = good.withColumnRenamed("pos", "tick")
@@ -185,13 +156,10 @@ def make_ticks(
         changes = changes.select("tick", "w", "st", "sv", "dt", "dv")
         n_nodes = n_new = None
         if intern:
-            _say(progress, f"read {n_read} changes ({bad.count} malformed skipped); interning")
             nodes = changes.select(F.col("st").alias("type"), F.col("sv").alias("value")
                                    ).unionByName(changes.select(F.col("dt").alias("type"),
                                                                 F.col("dv").alias("value")))
-            full, n_new, n_nodes = grow_dictionary(nodes, read_dictionary(spark, dictionary,
-                                                                         "node"))
-            full = _write_dictionary(full, stage / "dictionary" / "node", n_nodes)
+            full, n_new, n_nodes = run.intern("node", nodes, dictionary)
             keyed = encode(encode(changes, full, "st", "sv", "src"), full, "dt", "dv", "dst")
         else:
             keyed = changes.select("tick", "w", F.col("sv").cast("bigint").alias("src"),
@@ -204,20 +172,17 @@ def make_ticks(
                 .filter(F.col("weight") != 0).localCheckpoint(eager=True))
         stats = zset.agg(F.count(F.lit(1)), F.countDistinct("tick"), F.min("tick"),
                          F.max("tick")).first()
-        _say(progress, f"writing {stats[0]} consolidated changes in {stats[1]} ticks")
+        run.say(f"writing {stats[0]} consolidated changes in {stats[1]} ticks")
         (zset.repartition("tick").sortWithinPartitions("tick", "src", "dst")
-         .write.partitionBy("tick").mode("error").parquet(str(stage / "ticks")))
-        manifest = _manifest(
-            "ticks", paths, format=fmt, source=source, by=by, size=size, window=window,
+         .write.partitionBy("tick").mode("error").parquet(str(run.stage / "ticks")))
+        run.counts.update(change_lines=n_read, changes=int(stats[0]), ticks=int(stats[1]),
+                          nodes=n_nodes, new_nodes=n_new)
+        manifest = run.finish(
+            "ticks", source=source, by=by, size=size, window=window,
             time_column=time_column, start=u0, interned=intern, directed=directed,
             dictionary_from=str(dictionary or ""), columns=["src", "dst", "weight"],
-            counts={"change_lines": n_read, "malformed_lines": bad.count,
-                    "changes": int(stats[0]), "ticks": int(stats[1]), "nodes": n_nodes,
-                    "new_nodes": n_new},
-            first_tick=stats[2], last_tick=stats[3], malformed_examples=bad.examples,
-        )
-        write_manifest(stage, manifest)
-    _say(progress, f"wrote {out}: {manifest['counts']['ticks']} ticks")
+            first_tick=stats[2], last_tick=stats[3])
+    run.say(f"wrote {out}: {manifest['counts']['ticks']} ticks")
     return manifest
 
 

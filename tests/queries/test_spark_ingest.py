@@ -94,6 +94,10 @@ def test_ingest_real_graph_equals_numpy_reader(spark, tmp_path, name, n_edges):
     by_dst = load_edges_parquet(tmp_path / name, "dst_src")
     assert np.array_equal(by_dst, np.unique(edges[:, ::-1], axis=0))
     assert read_manifest(tmp_path / name)["orders"] == [["src", "dst"], ["dst", "src"]]
+    degree = np.bincount(edges.ravel())  # the statistics skew-aware routing reads
+    top = manifest["top_degrees"]
+    assert len(top) == min(64, len(degree)) and all(degree[v] == d for v, d in top)
+    assert [d for _, d in top] == sorted(degree.tolist(), reverse=True)[:len(top)]
 
 
 def test_csv_and_parquet_inputs_give_the_same_edges(spark, tmp_path):

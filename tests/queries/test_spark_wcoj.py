@@ -1,6 +1,6 @@
-"""Distributed WCOJ on Spark: HyperCube shares and routing, counts, rows and per-tick deltas.
+"""Distributed WCOJ on Spark: HyperCube shares and routing, skew, counts, rows, per-tick deltas.
 
-Shares, grids and the driver-side edge set need no JVM. The Spark tests share one
+Shares, grids, numpy routing and change normalisation need no JVM. The Spark tests share one
 session (:mod:`spark_session`) and tiny inputs: karate (``../shared/data/graphs``,
 skipped when absent), a 150-edge power-law graph and a small two-attribute database.
 Every distributed answer is checked against the in-process engine (``Graph``,
@@ -18,7 +18,8 @@ from indexes.trie import Trie, TrieView
 from queries.graph import Graph
 from queries.graphio import generate_power_law, read_edges
 from queries.patterns import cycle, triangle
-from queries.spark.delta import EdgeSet
+from queries.spark.cells import RoutePlan, xxhash64
+from queries.spark.edgeset import normalise_changes
 from queries.spark.hypercube import Grid, JoinQuery, compute_shares
 from wcoj.errors import InputError, QueryError
 from wcoj.generic_join import Atom, generic_join
@@ -61,11 +62,47 @@ def test_queries_are_checked_at_the_door():
         Grid({"a": 0})
 
 
-def test_edge_set_turns_changes_into_set_deltas():
-    s = EdgeSet(np.array([[1, 2], [2, 3]]))
-    k, w = s.apply(np.array([[2, 1], [3, 4], [4, 3], [2, 3], [5, 5]]), np.array([1, 1, -1, -1, 1]))
-    assert (k.tolist(), w.tolist()) == ([[2, 3]], [-1])  # (3,4) inserted then deleted: last wins
-    assert s.keys.tolist() == [[1, 2]]
+def test_changes_normalise_to_the_last_change_per_edge():
+    k, ins = normalise_changes(np.array([[2, 1], [3, 4], [4, 3], [2, 3], [5, 5]]),
+                               np.array([1, 1, -1, -1, 1]), directed=False)
+    assert (k.tolist(), ins.tolist()) == ([[1, 2], [2, 3], [3, 4]], [True, False, False])
+    k, ins = normalise_changes(np.array([[4, 3], [3, 4]]), np.array([1, -1]), directed=True)
+    assert (k.tolist(), ins.tolist()) == ([[3, 4], [4, 3]], [False, True])  # two arcs
+
+
+def _skewed(m=600):
+    from benchmarks.bench_triangles import oriented, skewed
+
+    return oriented(skewed(m))
+
+
+def test_skew_residuals_find_each_result_once_and_spread_the_hub():
+    """Every triangle of the skewed graph (a clique plus a star around a hub) has exactly
+    one residual and cell whose atom rows all contain it; the hub's rows are spread."""
+    edges = _skewed()
+    hub = int(np.bincount(edges.ravel()).argmax())
+    q = JoinQuery.from_pattern(triangle())
+    g = Graph()
+    g.load_edges(edges)
+    want = set(g.view("triangle").result().to_dict())
+    heavy = {v: [hub] for v in q.variables}
+    hub_rows = {}
+    for name, plan in (("plain", RoutePlan(q, n_cells=8)),
+                       ("skew", RoutePlan(q, n_cells=8, heavy=heavy))):
+        cells = [plan.route(i, edges) for i in range(3)]
+        members = [set(zip(c.tolist(), map(tuple, edges[r].tolist()))) for c, r in cells]
+        homes = {}
+        for a, b, c in want:
+            homes[(a, b, c)] = [cell for cell in range(plan.total_cells)
+                                if (cell, (a, b)) in members[0] and (cell, (a, c)) in members[1]
+                                and (cell, (b, c)) in members[2]]
+        assert all(len(h) == 1 for h in homes.values()), name
+        per_cell = np.zeros(plan.total_cells, np.int64)
+        for c, r in cells:
+            np.add.at(per_cell, c[np.any(edges[r] == hub, axis=1)], 1)
+        hub_rows[name] = int(per_cell.max())
+    degree = int(np.sum(edges == hub))
+    assert hub_rows["skew"] < hub_rows["plain"] and hub_rows["skew"] <= degree // 2
 
 
 # ---------------------------------------------------------------- helpers
@@ -197,6 +234,16 @@ def test_two_attribute_pattern_rows_equal_generic_join(spark):
 
 
 # ---------------------------------------------------------------- deltas
+@pytest.mark.spark
+def test_numpy_buckets_equal_spark_xxhash64(spark):
+    from pyspark.sql import functions as F
+
+    values = np.array([0, 1, -1, 7, 2**40 + 3, -(2**62), 2**63 - 1], np.int64)
+    df = _frame(spark, np.column_stack([values, values]))
+    got = [int(r[0]) for r in df.select(F.xxhash64("src")).collect()]
+    assert got == xxhash64(values).tolist()
+
+
 def _ticks(edges, n_ticks, seed=7):
     """Ticks of 8 inserts (fresh edges over the same nodes) and 4 deletes of current edges."""
     rng = np.random.default_rng(seed)
@@ -213,40 +260,66 @@ def _ticks(edges, n_ticks, seed=7):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("name", ["triangle", "4-cycle"])
+@pytest.mark.parametrize("name", ["triangle", "4-cycle", "directed 3-cycle", "skewed"])
 def test_distributed_deltas_integrate_to_recomputation(spark, name):
-    from queries.spark.delta import DistributedDelta, graph_delta
-    from queries.spark.hypercube import frame_of, graph_relations
+    """Set semantics and the delta rule on the executors, tick by tick and several ticks in
+    one pass, against the in-process engine; compaction (every 2 ticks) in between."""
+    from queries.spark.delta import GraphDelta
 
-    edges = _small_graph()
-    pattern = PATTERNS[name]
-    g = Graph()
+    directed = name.startswith("directed")
+    pattern = cycle(3) if directed else PATTERNS.get(name, triangle())
+    edges = _skewed(400) if name == "skewed" else _small_graph()
+    heavy = "auto" if name == "skewed" else None
+    g = Graph(directed=directed)
     g.load_edges(edges)
     view = g.view(pattern)
-    current = EdgeSet(edges)
-    dist = DistributedDelta(JoinQuery.from_pattern(pattern),
-                            graph_relations(_frame(spark, edges)), compact_every=2)
-    count = dist.total()
-    assert count == view.count
+    dist = GraphDelta(JoinQuery.from_pattern(pattern), _frame(spark, edges), directed=directed,
+                      heavy=heavy, compact_every=2)
+    assert dist.count == view.count
+    if name == "skewed":
+        assert dist.view.plan.total_cells > dist.view.grid.n_cells  # the hub was found
+    ticks = _ticks(edges, 4)
+    changes = [(np.concatenate([i, d]), np.concatenate([np.ones(len(i)), -np.ones(len(d))])
+                .astype(np.int64)) for i, d in ticks]
     try:
-        for t, (ins, dels) in enumerate(_ticks(edges, 3)):
-            k, w = current.apply(np.concatenate([ins, dels]),
-                                 np.concatenate([np.ones(len(ins)), -np.ones(len(dels))]))
-            deltas = graph_delta(frame_of(spark, k, w))
+        got = dist.apply(changes[:1], count_only=True) + dist.apply(changes[1:3])
+        got += dist.apply(changes[3:])
+        for t, ((ins, dels), ((ek, ew), change)) in enumerate(zip(ticks, got)):
             tick = g.apply(inserts=ins, deletes=dels)
-            if t == 1:  # rows, not only counts
-                rows = dist.step(deltas, count_only=False)
-                got = _rows(rows, pattern.output)
-                rows.unpersist()
-                assert got == tick.changes[view.name].to_dict()
-                count += sum(got.values())
+            want = tick.changes[view.name]
+            if t == 0:
+                assert change == want.total()
             else:
-                count += dist.step(deltas)
-            assert count == view.count, f"tick {t}"
-        assert dist.n_ticks == 3 and len(dist.log) == 1  # compacted once
-        assert dist.total() == view.count == g.count(pattern)
+                rows = {tuple(r): w for r, w in zip(change[0].tolist(), change[1].tolist())}
+                assert rows == want.to_dict(), f"tick {t}"
+            assert {tuple(r): w for r, w in zip(ek.tolist(), ew.tolist())} == \
+                tick.edge_delta.to_dict()
+        assert dist.count == view.count
+        dist.view.cells.state.adopt(wait=True)  # the background compaction started at tick 2
+        assert dist.view.cells.state.n_compactions >= 1
+        assert dist.view.total() == view.count == g.count(pattern)
+        assert {tuple(e) for e in dist.edges.edges().tolist()} == \
+            {tuple(e) for e in g.edges().tolist()}
     finally:
         dist.close()
+
+
+@pytest.mark.spark
+def test_skewed_count_with_heavy_hitters_equals_engine(spark):
+    from queries.spark.cells import heavy_hitters
+    from queries.spark.hypercube import hypercube_count
+
+    edges = _skewed(3000)
+    hub = int(np.bincount(edges.ravel()).argmax())
+    rels = _relations(spark, edges)
+    q = JoinQuery.from_pattern(triangle())
+    heavy = heavy_hitters(q, rels, threshold=len(edges) // 8)
+    assert {v: h.tolist() for v, h in heavy.items()} == {v: [hub] for v in "abc"}
+    g = Graph()
+    g.load_edges(edges)
+    want = g.count("triangle")
+    assert want > 0
+    assert hypercube_count(q, rels, heavy=heavy) == hypercube_count(q, rels) == want
 
 
 # ---------------------------------------------------------------- the command
@@ -276,3 +349,24 @@ def test_count_and_stream_commands(spark, tmp_path, capsys):
     g.apply(inserts=rest[15:], deletes=edges[:10])
     assert [(d["tick"], d["count"]) for d in lines] == [(0, first), (1, view.count)]
     assert set(lines[0]) == {"tick", "changes", "delta", "count", "seconds"}
+
+
+@pytest.mark.spark
+def test_count_command_with_skew_reads_the_ingest_statistics(spark, tmp_path, capsys):
+    from queries.spark.cli import main
+    from queries.spark.ingest import ingest_edges
+    from queries.spark.loaders import load_dictionary, load_edges_parquet
+
+    edges = _skewed(2000)
+    (tmp_path / "g.txt").write_text("".join(f"{a} {b}\n" for a, b in edges.tolist()))
+    ingest_edges(spark, [tmp_path / "g.txt"], tmp_path / "g")
+    labels = load_dictionary(tmp_path / "g")["value"].astype(np.int64)
+    hub_label = int(np.bincount(edges.ravel()).argmax())
+    hub_id = int(np.flatnonzero(labels == hub_label)[0])
+    assert main(["count", "--graph", str(tmp_path / "g"), "--pattern", "triangle",
+                 "--skew"]) == 0
+    captured = capsys.readouterr()
+    g = Graph()
+    g.load_edges(load_edges_parquet(tmp_path / "g"))
+    assert json.loads(captured.out)["count"] == g.count("triangle")
+    assert f"heavy vertices (own residual grids): [{hub_id}]" in captured.err
