@@ -407,7 +407,8 @@ class Database:
         or a scalar; ``None`` for a tuple or scalar find that matched nothing.
         """
         q = self._parse(query)
-        return _shape(q, self._rows(q, inputs, "prev"))
+        with self.store.lock:
+            return _shape(q, self._rows(q, inputs, "prev"))
 
     def view(self, query: Any, *inputs: Any, name: str | None = None) -> View:
         """Register a view of ``query``: maintained by every later transaction."""
@@ -460,20 +461,9 @@ class Database:
         if len(attrs) != n or len(values) != n:
             raise SchemaError(f"load_datoms needs arrays of one length: e has {n}, attr "
                               f"{len(attrs)}, v {len(values)}")
-        try:
-            adds, retracts, tx_id = _bulk(store, e, attrs, values)
-            store.stage(adds, retracts)
-            changes = {name: view._stage(store.changed) for name, view in self.views.items()}
-        except BaseException:
-            store.rollback()
-            for view in self.views.values():
-                view._rollback()
-            raise
-        store.commit()
-        for name, view in self.views.items():
-            view._commit(changes[name])
-        self.n_tx += 1
-        return Report(tx_id, [], {}, changes, time.perf_counter() - t0)
+        report = self._tick(lambda: _bulk(store, e, attrs, values) + ({}, []))
+        report.seconds = time.perf_counter() - t0
+        return report
 
     def load_edges(self, edges: Any, attr: str = ":edge/to") -> Report:
         """Load an ``(m, 2)`` int array of ``(source, target)`` node ids as ``[source attr
@@ -508,18 +498,32 @@ class Database:
         data = loads(tx) if isinstance(tx, str) else tx
         if not isinstance(data, (list, tuple)):
             raise SchemaError(f"a transaction is a vector of forms, found {type(data).__name__}")
+        report = self._tick(lambda: resolve(self.store, data))
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def _tick(self, resolve_datoms) -> Report:
+        """One transaction: resolve the datoms (``resolve_datoms()`` gives ``(adds,
+        retracts, tx, tempids, tx_data)``), stage them, compute every view's change, then
+        commit all of it in one ``indexes.transaction.Transaction`` (Ctrl-C deferred), or,
+        on any error, none of it. Writers are serialised by the store's lock."""
         store = self.store
-        try:
-            adds, retracts, tx_id, tempids, tx_data = resolve(store, data)
-            store.stage(adds, retracts)
-            changes = {name: v._stage(store.changed) for name, v in self.views.items()}
-        except BaseException:  # roll everything back, whatever failed, then re-raise
-            store.rollback()
-            for v in self.views.values():
-                v._rollback()
-            raise
-        store.commit()
-        for name, v in self.views.items():
-            v._commit(changes[name])
-        self.n_tx += 1
-        return Report(tx_id, tx_data, tempids, changes, time.perf_counter() - t0)
+        with store.transaction() as tx:
+            try:
+                adds, retracts, tx_id, tempids, tx_data = resolve_datoms()
+                store.stage(tx, adds, retracts)
+                changes = {name: v._stage(store.changed) for name, v in self.views.items()}
+
+                def then() -> None:
+                    store.committed()
+                    for name, v in self.views.items():
+                        v._commit(changes[name])
+                    self.n_tx += 1
+
+                tx.commit(then)
+            except BaseException:  # roll the views back too, whatever failed, then re-raise
+                if not tx.done:
+                    for v in self.views.values():
+                        v._rollback()
+                raise
+        return Report(tx_id, tx_data, tempids, changes)
