@@ -43,9 +43,26 @@ from indexes.transaction import Store, Transaction
 from wcoj.errors import SchemaError, UnknownAttributeError
 from wcoj.zset import ZSet
 
-__all__ = ["Attribute", "EavStore", "VALUE_TYPES"]
+__all__ = ["Attribute", "EavStore", "VALUE_TYPES", "TX_BASE", "tx_id", "tx_t"]
 
 I64 = npt.NDArray[np.int64]
+TX_BASE = 1 << 44  # transaction t is the entity TX_BASE + t (a partition of its own, as in Datomic)
+
+
+def tx_id(t: int) -> int:
+    """The entity id of transaction ``t`` (1, 2, ...)."""
+    return TX_BASE + int(t)
+
+
+def tx_t(tx: int) -> int:
+    """The ``t`` (1, 2, ...) of a transaction entity id.
+
+    >>> tx_t(tx_id(7))
+    7
+    """
+    return int(tx) - TX_BASE
+
+
 VALUE_TYPES = ("ref", "string", "long", "double", "boolean", "instant", "keyword", "uuid",
                "bigint", "bigdec", "float", "symbol", "tuple")
 
@@ -112,6 +129,10 @@ class EavStore:
         """Install ``attr`` when the tick commits."""
         self._staged_attrs[attr.ident] = attr
 
+    def staged_installs(self) -> list[Attribute]:
+        """The attributes this tick installs (or alters) when it commits."""
+        return list(self._staged_attrs.values())
+
     def aid(self, ident: str) -> int:
         """The interned id of an attribute (the id of its keyword)."""
         return self.interner.encode(self.keyword(ident))
@@ -133,10 +154,11 @@ class EavStore:
         return out
 
     def new_tx(self) -> int:
+        """The entity id of a new transaction (``tx_id(t)``, t = 1, 2, ...)."""
         if self._staged_counters is None:
             self._staged_counters = (self.next_eid, self.next_tx)
         self.next_tx += 1
-        return self.next_tx - 1
+        return tx_id(self.next_tx - 1)
 
     # ------------------------------------------------------------------ reads
     def values(self, ident: str, eid: int, kind: str = "prev") -> list:
