@@ -518,8 +518,14 @@ class Database:
         name = name or f"view{next(self._names)}"
         if name in self.views:
             raise QueryError(f"a view named {name!r} exists already")
+        remember = getattr(self.log, "remember_view", None)  # a durable database saves it
+        if remember is not None:
+            from queries.durable import view_text
+            saved = view_text(query, inputs)
         v = View(self, name, q, inputs)
         self.views[name] = v
+        if remember is not None:
+            remember(name, *saved)
         return v
 
     def drop_view(self, name: str) -> None:
