@@ -4,22 +4,34 @@ Each attribute ``a`` owns one ``Relation(a, 2)`` of ``(e, v)`` rows (interned id
 classic indexes are column orders of it: EAV/AEV is ``(0, 1)``, AVE/VAE is ``(1, 0)``, built
 on demand by the relation. One more relation, ``datoms`` of ``(e, a, v, tx)``, holds every
 datom with its attribute id and transaction, for patterns whose attribute is a variable and
-for ``[e a v tx]`` patterns. ``stage`` takes a tick's change as int64 arrays (no Python loop
-per datom), ``commit``/``rollback`` apply or forget it on every relation and on the schema.
+for ``[e a v tx]`` patterns.
 
-Relies on ``indexes.index``, ``indexes.interner`` and ``wcoj``; used by ``queries.database``.
+All relations are created by one ``indexes.transaction.Store`` (their tables share a block,
+one lock serialises writers), and a tick is one ``Transaction``: ``EavStore.transaction()``
+opens it (holding the lock), ``stage(tx, adds, retracts)`` stages the change as int64 arrays
+(no Python loop per datom) on every relation it touches, and ``tx.commit(store.committed)``
+applies it in place and then the schema installs and id counters staged with it, Ctrl-C
+deferred. Leaving the block on an exception forgets all of it: relations, staged installs,
+reserved ids.
+
+Relies on ``indexes.index``, ``indexes.interner``, ``indexes.transaction`` and ``wcoj``;
+used by ``queries.database``.
 
 >>> from queries.edn import Keyword   # doctest only: indexes never import queries
 >>> s = EavStore(Keyword)
 >>> s.install(Attribute(":person/name", "string"))
 >>> name = s.interner.encode("Ann")
->>> s.stage(np.array([[1, s.aid(":person/name"), name, 1]]), np.zeros((0, 4), np.int64))
->>> s.commit(); s.values(":person/name", 1)
+>>> with s.transaction() as tx:
+...     s.stage(tx, np.array([[1, s.aid(":person/name"), name, 1]]), np.zeros((0, 4), np.int64))
+...     tx.commit(s.committed)
+>>> s.values(":person/name", 1)
 ['Ann']
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,12 +39,30 @@ import numpy.typing as npt
 
 from indexes.index import Relation
 from indexes.interner import Interner
+from indexes.transaction import Store, Transaction
 from wcoj.errors import SchemaError, UnknownAttributeError
 from wcoj.zset import ZSet
 
-__all__ = ["Attribute", "EavStore", "VALUE_TYPES"]
+__all__ = ["Attribute", "EavStore", "VALUE_TYPES", "TX_BASE", "tx_id", "tx_t"]
 
 I64 = npt.NDArray[np.int64]
+TX_BASE = 1 << 44  # transaction t is the entity TX_BASE + t (a partition of its own, as in Datomic)
+
+
+def tx_id(t: int) -> int:
+    """The entity id of transaction ``t`` (1, 2, ...)."""
+    return TX_BASE + int(t)
+
+
+def tx_t(tx: int) -> int:
+    """The ``t`` (1, 2, ...) of a transaction entity id.
+
+    >>> tx_t(tx_id(7))
+    7
+    """
+    return int(tx) - TX_BASE
+
+
 VALUE_TYPES = ("ref", "string", "long", "double", "boolean", "instant", "keyword", "uuid",
                "bigint", "bigdec", "float", "symbol", "tuple")
 
@@ -66,8 +96,9 @@ class EavStore:
         self.keyword = keyword
         self.interner = Interner()
         self.attributes: dict[str, Attribute] = {}
+        self.tables = Store()   # every relation below, their shared block and the writers' lock
         self.relations: dict[str, Relation] = {}
-        self.datoms = Relation("datoms", 4)
+        self.datoms = self.tables.relation("datoms", 4)
         self.next_eid = 1
         self.next_tx = 1
         self._staged_attrs: dict[str, Attribute] = {}
@@ -91,11 +122,16 @@ class EavStore:
     def install(self, attr: Attribute) -> None:
         """Install (or alter) an attribute at once, outside any tick."""
         self.attributes[attr.ident] = attr
-        self.relations.setdefault(attr.ident, Relation(attr.ident, 2))
+        if attr.ident not in self.relations:
+            self.relations[attr.ident] = self.tables.relation(attr.ident, 2)
 
     def stage_install(self, attr: Attribute) -> None:
         """Install ``attr`` when the tick commits."""
         self._staged_attrs[attr.ident] = attr
+
+    def staged_installs(self) -> list[Attribute]:
+        """The attributes this tick installs (or alters) when it commits."""
+        return list(self._staged_attrs.values())
 
     def aid(self, ident: str) -> int:
         """The interned id of an attribute (the id of its keyword)."""
@@ -105,7 +141,7 @@ class EavStore:
         """The ``(e, v)`` relation of an attribute."""
         self.attribute(ident)
         if ident not in self.relations:
-            self.relations[ident] = Relation(ident, 2)
+            self.relations[ident] = self.tables.relation(ident, 2)
         return self.relations[ident]
 
     # ------------------------------------------------------------------ ids
@@ -118,10 +154,11 @@ class EavStore:
         return out
 
     def new_tx(self) -> int:
+        """The entity id of a new transaction (``tx_id(t)``, t = 1, 2, ...)."""
         if self._staged_counters is None:
             self._staged_counters = (self.next_eid, self.next_tx)
         self.next_tx += 1
-        return self.next_tx - 1
+        return tx_id(self.next_tx - 1)
 
     # ------------------------------------------------------------------ reads
     def values(self, ident: str, eid: int, kind: str = "prev") -> list:
@@ -162,8 +199,24 @@ class EavStore:
         return out
 
     # ------------------------------------------------------------------ ticks
-    def stage(self, adds: I64, retracts: I64) -> None:
-        """Stage a tick: rows ``(e, aid, v, tx)`` to add and live rows to retract.
+    @property
+    def lock(self):
+        """The lock that serialises writers (held by a transaction)."""
+        return self.tables.lock
+
+    @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """One tick over the store's relations (see the module docstring): the lock is
+        held; an exception before ``commit`` forgets the staged change, installs and ids."""
+        with self.tables.transaction() as tx:
+            try:
+                yield tx
+            finally:
+                if not tx.done:
+                    self._forget()
+
+    def stage(self, tx: Transaction, adds: I64, retracts: I64) -> None:
+        """Stage a tick in ``tx``: rows ``(e, aid, v, tx)`` to add and live rows to retract.
 
         The caller guarantees set semantics (adds are new, retracts are live); every
         attribute's relation and the ``datoms`` relation get their delta.
@@ -172,34 +225,32 @@ class EavStore:
         retracts = np.asarray(retracts, dtype=np.int64).reshape(-1, 4)
         rows = np.concatenate([adds, retracts])
         weights = np.concatenate([np.ones(len(adds), np.int64), -np.ones(len(retracts), np.int64)])
-        self.datoms.stage(ZSet.from_arrays(rows, weights, arity=4))
+        tx.stage(self.datoms, ZSet.from_arrays(rows, weights, arity=4))
         by_aid = {self.aid(a): a for a in list(self.attributes) + list(self._staged_attrs)}
         self.changed = set()
         for aid in np.unique(rows[:, 1]).tolist():
             ident = by_aid[aid]
             m = rows[:, 1] == aid
-            rel = self.relation(ident)
-            rel.stage(ZSet.from_arrays(rows[m][:, [0, 2]], weights[m], arity=2))
+            tx.stage(self.relation(ident), ZSet.from_arrays(rows[m][:, [0, 2]], weights[m], arity=2))
             self.changed.add(ident)
 
-    def commit(self) -> None:
-        for ident, attr in self._staged_attrs.items():
+    def committed(self) -> None:
+        """The bookkeeping of a commit (``Transaction.commit``'s ``then``): staged
+        installs take effect, reserved ids are kept."""
+        for attr in self._staged_attrs.values():
             self.install(attr)
         self._staged_attrs.clear()
-        for ident in self.changed:
-            self.relations[ident].commit()
-        self.datoms.commit()
         self.changed = set()
         self._staged_counters = None
 
-    def rollback(self) -> None:
-        for ident in self.changed:
-            self.relations[ident].rollback()
-        self.datoms.rollback()
+    def _forget(self) -> None:
+        """The tick failed: staged installs and reserved ids are given back (the
+        transaction rolls the relations back)."""
         self.changed = set()
         for ident in self._staged_attrs:
             if ident not in self.attributes:
                 self.relations.pop(ident, None)
+                self.tables.relations.pop(ident, None)
         self._staged_attrs.clear()
         if self._staged_counters is not None:
             self.next_eid, self.next_tx = self._staged_counters

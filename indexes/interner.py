@@ -106,6 +106,32 @@ class Interner:
     def __len__(self) -> int:
         return len(self._ids)
 
+    def marks(self) -> dict[int, int]:
+        """The size of each value table (tag -> count): what ``since`` counts from."""
+        return {tag: len(vals) for tag, vals in self._values.items()}
+
+    def since(self, marks: dict[int, int]) -> list[tuple[int, Any]]:
+        """``(id, value)`` of every table value interned after ``marks``, in id order per
+        tag (a durable store logs them, so ids mean the same after a reopen)."""
+        return [((tag << TAG_SHIFT) | i, vals[i]) for tag, vals in self._values.items()
+                for i in range(marks.get(tag, 0), len(vals))]
+
+    def restore(self, vid: int, value: Any) -> None:
+        """Put ``value`` back under the id ``vid`` it had (the next id of its table).
+
+        >>> it = Interner(); vid = it.encode("x")
+        >>> again = Interner(); again.restore(vid, "x"); again.encode("x") == vid
+        True
+        """
+        tag, payload = vid >> TAG_SHIFT, vid & _PAYLOAD
+        table = self._values[tag]
+        if payload != len(table):
+            raise InputError(f"value id {vid} is out of sequence: table {tag} has {len(table)} values")
+        if tag == 8:
+            value = _freeze(value)
+        table.append(value)
+        self._ids[(tag, value if tag != 8 else (type(value).__name__, value))] = vid
+
     @staticmethod
     def ref(eid: int) -> int:
         """The id of a reference to entity ``eid``."""

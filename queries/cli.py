@@ -1,7 +1,8 @@
 """The ``wcoj`` command: count graph patterns in a file, or keep them up to date over a stream.
 
 Holds :func:`main` (the console script ``wcoj``, see ``[project.scripts]``) and
-:func:`build_parser`. Subcommands: ``count``, ``stream``, ``demo`` (runs
+:func:`build_parser`. Subcommands: ``count``, ``stream``, ``db`` (a durable Datalog
+database: ``create``, ``transact``, ``query``, ``log``), ``demo`` (runs
 :mod:`queries.graph_demo`) and ``spark`` (hands over to :mod:`queries.spark.cli`, imported
 only then). Relies on :mod:`queries.graph`, :mod:`queries.graphio` and
 :mod:`queries.patterns`. Results go to stdout; timings, progress bars (tqdm, only when
@@ -55,6 +56,10 @@ examples:
       --pattern 4-cycle --format table
   wcoj demo --edges 100000 --ticks 20
   wcoj spark --help
+  wcoj db create movies.db schema.edn data.edn
+  wcoj db transact movies.db more.edn
+  wcoj db query movies.db '[:find ?t :where [_ :movie/title ?t]]' --as-of 2
+  wcoj db log movies.db
 """
 
 
@@ -106,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="list at most N added and N removed rows per tick (default 1000)")
     s.set_defaults(run=_stream)
 
+    _db_parser(sub)
     sub.add_parser("demo", add_help=False,
                    help="incremental triangles and 4-cycles on a generated power-law graph "
                         "(wcoj demo --help)")
@@ -138,6 +144,107 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print("wcoj: interrupted", file=sys.stderr)
         return 130
+
+
+def _db_parser(sub) -> None:
+    d = sub.add_parser("db", help="a durable Datalog database: create, transact, query, log")
+    dsub = d.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    c = dsub.add_parser("create", help="create a database from EDN files (one transaction each)")
+    c.add_argument("path", help="directory of the new database")
+    c.add_argument("files", nargs="*", metavar="FILE", help="EDN transaction files, in order")
+    c.add_argument("--snapshot-every", type=int, default=100_000, metavar="N",
+                   help="snapshot the indexes every N logged datoms (default 100000)")
+    c.set_defaults(run=_db_create)
+    t = dsub.add_parser("transact", help="transact an EDN file (a vector of forms)")
+    t.add_argument("path")
+    t.add_argument("files", nargs="+", metavar="FILE")
+    t.set_defaults(run=_db_transact)
+    q = dsub.add_parser("query", help="ask a query (EDN text, or @FILE); rows as EDN lines")
+    q.add_argument("path")
+    q.add_argument("query")
+    q.add_argument("inputs", nargs="*", metavar="INPUT", help="EDN values for :in after $")
+    when = q.add_mutually_exclusive_group()
+    when.add_argument("--as-of", metavar="T", help="a transaction id, a t, or an instant "
+                                                  "(#inst text or ISO 8601)")
+    when.add_argument("--since", metavar="T")
+    when.add_argument("--history", action="store_true",
+                      help="every assertion and retraction ([?e ?a ?v ?tx ?added])")
+    q.set_defaults(run=_db_query)
+    lg = dsub.add_parser("log", help="the transactions: t, tx id, instant, datoms")
+    lg.add_argument("path")
+    lg.add_argument("--last", type=int, metavar="N", help="only the last N")
+    lg.set_defaults(run=_db_log)
+
+
+def _db_open(path: str, must_exist: bool = True, **kw):
+    from pathlib import Path
+
+    from queries.database import Database
+    if must_exist and not (Path(path) / "log.sqlite").exists():
+        raise InputError(f"no database at {path}; create one with 'wcoj db create {path}'")
+    return Database.open(path, **kw)
+
+
+def _db_files(db, files: list[str]) -> None:
+    from pathlib import Path
+    for f in files:
+        r = db.transact(Path(f).read_text())
+        print(f"{f}\ttx {r.tx}\t{len(r.tx_data)} datoms")
+
+
+def _db_create(args) -> int:
+    from pathlib import Path
+    if (Path(args.path) / "log.sqlite").exists():
+        raise InputError(f"{args.path} holds a database already; use 'wcoj db transact'")
+    with _db_open(args.path, False, snapshot_every=args.snapshot_every) as db:
+        _db_files(db, args.files)
+    return 0
+
+
+def _db_transact(args) -> int:
+    with _db_open(args.path) as db:
+        _db_files(db, args.files)
+    return 0
+
+
+def _db_point(text: str):
+    from datetime import datetime
+
+    from queries.edn import loads
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        return loads(text) if text.startswith("#inst") else datetime.fromisoformat(text)
+    except ValueError as e:
+        raise InputError(f"--as-of/--since takes a transaction id, a t or an instant, "
+                         f"got {text!r}") from e
+
+
+def _db_query(args) -> int:
+    from pathlib import Path
+
+    from queries.edn import dumps, loads
+    text = Path(args.query[1:]).read_text() if args.query.startswith("@") else args.query
+    with _db_open(args.path) as db:
+        src = db.as_of(_db_point(args.as_of)) if args.as_of else \
+            db.since(_db_point(args.since)) if args.since else db.history() if args.history else db
+        result = src.q(text, *[loads(x) for x in args.inputs])
+    if isinstance(result, set):
+        for line in sorted(dumps(list(r)) for r in result):
+            print(line)
+    else:
+        print(dumps(result))
+    return 0
+
+
+def _db_log(args) -> int:
+    from indexes.eav import tx_id
+    with _db_open(args.path) as db:
+        txs = db.transactions()
+    print("t\ttx\tinstant\tdatoms")
+    for t, instant, n in txs[-args.last:] if args.last else txs:
+        print(f"{t}\t{tx_id(t)}\t{instant.isoformat()}\t{n}")
+    return 0
 
 
 def _error(message: str) -> None:

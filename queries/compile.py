@@ -272,6 +272,13 @@ class Evaluator:
             t = list(p.terms) + [Blank()] * (3 - len(p.terms))
             e, a, v = t[:3]
             tx = t[3] if len(t) > 3 else None
+            # a history database's datoms have a fifth column, the operation (?added)
+            history = getattr(self.store, "history", False)
+            added = t[4] if len(t) > 4 else None
+            if added is not None and not history:
+                raise QueryError(f"pattern {p} binds ?added (its fifth term), which only a "
+                                 f"history database has; query db.history()")
+            op = [(added or Blank(), None)] if history else []
             if isinstance(a, Const):
                 attr = str(a.value)
                 if not self.store.has_attribute(attr):
@@ -280,10 +287,10 @@ class Evaluator:
                     src, cols = self.store.relation(attr), [(e, "e"), (v, attr)]
                 else:
                     src = self.store.datoms
-                    cols = [(e, "e"), (Const(self.store.aid(attr)), "id"), (v, attr), (tx, "e")]
+                    cols = [(e, "e"), (Const(self.store.aid(attr)), "id"), (v, attr), (tx, "e")] + op
             else:
                 src = self.store.datoms
-                cols = [(e, "e"), (a, "a"), (v, None), (tx or Blank(), "e")]
+                cols = [(e, "e"), (a, "a"), (v, None), (tx or Blank(), "e")] + op
             terms, seen = [], set()
             for term, role in cols:
                 if isinstance(term, Var) and term.name in consts:

@@ -46,12 +46,15 @@ from __future__ import annotations
 import functools
 import itertools
 import time
+import warnings
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
 
-from indexes.eav import EavStore
+from indexes.eav import Attribute, EavStore, tx_t
+from indexes.transaction import deferred_interrupts
 from indexes.interner import BOOLEAN, TAG_SHIFT, ref_ids
 from queries.ast import (
     And, Const, FindColl, FindPull, FindScalar, FindTuple, FnCall, Not, NotJoin, Or, OrJoin,
@@ -61,12 +64,15 @@ from queries.circuits import CompiledView, Groups, Unsupported, compile_view
 from queries.compile import Evaluator, JoinPlan, _ref_vars, bind_inputs, find_rows
 from queries.edn import Keyword, loads
 from queries.functions import compare
+from queries.history import MemoryLog, as_of_store, history_store, resolve_t, since_store
 from queries.parse import check_rules, parse_query
 from queries.transact import _check_value, resolve
 from wcoj.zset import ZSet
-from wcoj.errors import QueryError, SchemaError
+from wcoj.errors import QueryError, ReadOnlyError, SchemaError
 
-__all__ = ["Database", "View", "Report", "Change"]
+__all__ = ["Database", "View", "Report", "Change", "TX_INSTANT"]
+
+TX_INSTANT = ":db/txInstant"  # every transaction entity has one: its wall-clock instant
 
 @dataclass
 class Change:
@@ -372,17 +378,112 @@ def _check_unique(store: EavStore, schema: Any, new: np.ndarray) -> None:
 
 
 class Database:
-    """A Datomic-style database of datoms with queries and incrementally maintained views."""
+    """A Datomic-style database of datoms with queries and incrementally maintained views.
+
+    ``Database()`` lives in memory; ``Database.open(path)`` is durable (``queries.durable``).
+    Either way every transaction is logged: ``as_of``, ``since`` and ``history`` read the
+    log (``queries.history``), and each transaction entity has its ``:db/txInstant``.
+    """
 
     def __init__(self) -> None:
         self.store = EavStore(Keyword)
+        self.store.install(Attribute(TX_INSTANT, "instant"))
         self.views: dict[str, View] = {}
         self._names = itertools.count()
         self.n_tx = 0
+        self.log = MemoryLog()
+        self.read_only: str | None = None   # what this value is, when it is one (as_of...)
+        self._last_instant = datetime.fromtimestamp(0, timezone.utc)
+
+    @classmethod
+    def open(cls, path: Any, snapshot_every: int = 100_000) -> Database:
+        """Open (or create) the durable database in directory ``path``.
+
+        A transaction returns only once it is in the log (SQLite, synchronous commits);
+        every ``snapshot_every`` logged datoms the indexes are saved as a Parquet
+        snapshot, so reopening loads the last snapshot and replays the log after it.
+        Registered views are saved and rebuilt on open. See ``queries.durable``.
+        """
+        from queries.durable import open_database
+        return open_database(cls, path, snapshot_every)
+
+    def close(self) -> None:
+        """Close the log of a durable database (in memory: nothing to do)."""
+        close = getattr(self.log, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     def __repr__(self) -> str:
-        return (f"Database(attributes={len(self.store.attributes)}, "
+        what = f"{self.read_only}, " if self.read_only else ""
+        return (f"Database({what}attributes={len(self.store.attributes)}, "
                 f"datoms={len(self.store.datoms.contents())}, views={list(self.views)})")
+
+    # ------------------------------------------------------------------ time travel
+    @classmethod
+    def _value(cls, store: EavStore, log: Any, label: str) -> Database:
+        """A read-only database over ``store`` (``q`` and pull work; nothing else)."""
+        db = cls.__new__(cls)
+        db.store, db.views, db._names, db.n_tx, db.log = store, {}, itertools.count(), 0, log
+        db.read_only, db._last_instant = label, None
+        return db
+
+    def as_of(self, t: Any) -> Database:
+        """The database as it was right after transaction ``t`` (a transaction id, a ``t``
+        or a ``datetime``): a read-only value.
+
+        >>> db = Database()
+        >>> _ = db.transact('[{:db/ident :n :db/valueType :db.type/long}]')
+        >>> r1 = db.transact([{":db/id": "x", ":n": 1}])
+        >>> r2 = db.transact([[":db/add", r1.tempids["x"], ":n", 2]])
+        >>> db.as_of(r1.tx).q('[:find ?v . :where [_ :n ?v]]'), db.q('[:find ?v . :where [_ :n ?v]]')
+        (1, 2)
+        """
+        with self.store.lock:
+            t = resolve_t(self.log, t)
+            return self._value(as_of_store(self.store, self.log, t), self.log, f"as_of t={t}")
+
+    def since(self, t: Any) -> Database:
+        """The datoms live now that transactions after ``t`` asserted (read-only)."""
+        with self.store.lock:
+            t = resolve_t(self.log, t)
+            return self._value(since_store(self.store, t), self.log, f"since t={t}")
+
+    def history(self) -> Database:
+        """Every assertion and retraction (read-only). Patterns of five terms
+        ``[?e ?a ?v ?tx ?added]`` bind the transaction and whether the datom was added.
+
+        >>> db = Database()
+        >>> _ = db.transact('[{:db/ident :n :db/valueType :db.type/long}]')
+        >>> r1 = db.transact([{":db/id": "x", ":n": 1}])
+        >>> r2 = db.transact([[":db/add", r1.tempids["x"], ":n", 2]])
+        >>> sorted(db.history().q('[:find ?v ?added :where [_ :n ?v _ ?added]]'))
+        [(1, False), (1, True), (2, True)]
+        """
+        with self.store.lock:
+            return self._value(history_store(self.store, self.log), self.log, "history")
+
+    def transactions(self) -> list[tuple[int, datetime, int]]:
+        """``(t, instant, n_datoms)`` of every transaction in the log, in order."""
+        return self.log.transactions()
+
+    def pull(self, pattern: Any, eid: int) -> dict:
+        """Pull ``pattern`` (EDN text or data) from entity ``eid`` (``queries.pull``)."""
+        from queries.parse import parse_pull
+        from queries.pull import pull
+        with self.store.lock:
+            return pull(self.store, int(eid), parse_pull(loads(pattern) if isinstance(pattern, str)
+                                                         else pattern))
+
+    def _writable(self, what: str) -> None:
+        if self.read_only:
+            raise ReadOnlyError(f"cannot {what}: this database value ({self.read_only}) is "
+                                f"read-only; use the database it came from")
 
     # ------------------------------------------------------------------ queries
     def _parse(self, query: Any) -> Query:
@@ -407,20 +508,31 @@ class Database:
         or a scalar; ``None`` for a tuple or scalar find that matched nothing.
         """
         q = self._parse(query)
-        return _shape(q, self._rows(q, inputs, "prev"))
+        with self.store.lock:
+            return _shape(q, self._rows(q, inputs, "prev"))
 
     def view(self, query: Any, *inputs: Any, name: str | None = None) -> View:
         """Register a view of ``query``: maintained by every later transaction."""
+        self._writable("register a view")
         q = self._parse(query)
         name = name or f"view{next(self._names)}"
         if name in self.views:
             raise QueryError(f"a view named {name!r} exists already")
+        remember = getattr(self.log, "remember_view", None)  # a durable database saves it
+        if remember is not None:
+            from queries.durable import view_text
+            saved = view_text(query, inputs)
         v = View(self, name, q, inputs)
         self.views[name] = v
+        if remember is not None:
+            remember(name, *saved)
         return v
 
     def drop_view(self, name: str) -> None:
         self.views.pop(name, None)
+        forget = getattr(self.log, "forget_view", None)
+        if forget is not None:
+            forget(name)
 
     def explain(self, query: Any, *inputs: Any) -> str:
         """The plan: how the query runs, the variable order and estimated sizes."""
@@ -460,20 +572,9 @@ class Database:
         if len(attrs) != n or len(values) != n:
             raise SchemaError(f"load_datoms needs arrays of one length: e has {n}, attr "
                               f"{len(attrs)}, v {len(values)}")
-        try:
-            adds, retracts, tx_id = _bulk(store, e, attrs, values)
-            store.stage(adds, retracts)
-            changes = {name: view._stage(store.changed) for name, view in self.views.items()}
-        except BaseException:
-            store.rollback()
-            for view in self.views.values():
-                view._rollback()
-            raise
-        store.commit()
-        for name, view in self.views.items():
-            view._commit(changes[name])
-        self.n_tx += 1
-        return Report(tx_id, [], {}, changes, time.perf_counter() - t0)
+        report = self._tick(lambda: _bulk(store, e, attrs, values) + ({}, []))
+        report.seconds = time.perf_counter() - t0
+        return report
 
     def load_edges(self, edges: Any, attr: str = ":edge/to") -> Report:
         """Load an ``(m, 2)`` int array of ``(source, target)`` node ids as ``[source attr
@@ -508,18 +609,47 @@ class Database:
         data = loads(tx) if isinstance(tx, str) else tx
         if not isinstance(data, (list, tuple)):
             raise SchemaError(f"a transaction is a vector of forms, found {type(data).__name__}")
+        report = self._tick(lambda: resolve(self.store, data))
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def _tick(self, resolve_datoms) -> Report:
+        """One transaction: resolve the datoms (``resolve_datoms()`` gives ``(adds,
+        retracts, tx, tempids, tx_data)``), stage them, compute every view's change, then
+        commit all of it in one ``indexes.transaction.Transaction`` (Ctrl-C deferred), or,
+        on any error, none of it. Writers are serialised by the store's lock."""
+        self._writable("transact")
         store = self.store
-        try:
-            adds, retracts, tx_id, tempids, tx_data = resolve(store, data)
-            store.stage(adds, retracts)
-            changes = {name: v._stage(store.changed) for name, v in self.views.items()}
-        except BaseException:  # roll everything back, whatever failed, then re-raise
-            store.rollback()
-            for v in self.views.values():
-                v._rollback()
-            raise
-        store.commit()
-        for name, v in self.views.items():
-            v._commit(changes[name])
-        self.n_tx += 1
-        return Report(tx_id, tx_data, tempids, changes, time.perf_counter() - t0)
+        with store.transaction() as tx:
+            try:
+                adds, retracts, tx_id, tempids, tx_data = resolve_datoms()
+                instant = max(datetime.now(timezone.utc), self._last_instant)
+                adds = np.concatenate([adds, [[tx_id, store.aid(TX_INSTANT),
+                                               store.interner.encode(instant), tx_id]]])
+                tx_data.append((tx_id, Keyword(TX_INSTANT), instant, True))
+                installs = store.staged_installs()
+                store.stage(tx, adds, retracts)
+                changes = {name: v._stage(store.changed) for name, v in self.views.items()}
+                rows = np.concatenate([np.insert(adds, 4, 1, axis=1), np.insert(retracts, 4, 0, axis=1)])
+                rows[:, 3] = tx_id  # a retraction's row names the transaction that made it
+
+                def then() -> None:
+                    store.committed()
+                    for name, v in self.views.items():
+                        v._commit(changes[name])
+                    self.n_tx += 1
+                    self._last_instant = instant
+
+                with deferred_interrupts():  # logged means committed: nothing in between
+                    self.log.append(tx_t(tx_id), instant, rows, installs=installs, store=store)
+                    tx.commit(then)
+            except BaseException:  # roll the views back too, whatever failed, then re-raise
+                if not tx.done:
+                    for v in self.views.values():
+                        v._rollback()
+                raise
+            try:
+                self.log.after_commit(store)
+            except OSError as e:  # the transaction is durable already; a snapshot can wait
+                warnings.warn(f"snapshot skipped: {e}", RuntimeWarning, stacklevel=3)
+        return Report(tx_id, tx_data, tempids, changes)

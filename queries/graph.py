@@ -36,6 +36,7 @@ import atexit
 import functools
 import gc
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -104,6 +105,14 @@ def as_edge_array(edges, what: str = "edges") -> I64:
     if arr.shape[0] and (arr.min() < 0 or arr.max() > MAX_ID):
         raise _bad_id(arr, np.flatnonzero((arr < 0) | (arr > MAX_ID))[0], what)
     return arr
+
+
+def _named(spec: str, p: Pattern) -> bool:
+    """Whether ``by_name(spec)`` is ``p`` (so saving ``spec`` saves the pattern)."""
+    try:
+        return by_name(spec) == p
+    except QueryError:
+        return False
 
 
 def settle_heap() -> None:
@@ -218,6 +227,58 @@ class Graph:
         self._plan: ChangePlan | None = None
         self.n_ticks = 0
         self.n_change_ticks = 0  # ticks that took the change-by-change route (for diagnostics)
+        self._log = None  # a durable graph's log (queries.durable.GraphLog)
+
+    @classmethod
+    def open(cls, path, directed: bool | None = None, snapshot_every: int = 1_000_000) -> Graph:
+        """Open (or create) the durable graph in directory ``path``.
+
+        A tick returns only once it is in the log (SQLite, synchronous commits): it is
+        applied in memory, its edge change logged, then acknowledged; a tick that fails
+        logs nothing. Every ``snapshot_every`` logged edge changes the edges are saved as
+        a Parquet snapshot; reopening loads it, replays the ticks after it and registers
+        the saved views again. ``directed`` defaults to what the graph was created with.
+        See ``queries.durable``.
+
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     g = Graph.open(d); _ = g.view("triangle")
+        ...     _ = g.apply(inserts=np.array([[1, 2], [2, 3], [1, 3]])); g.close()
+        ...     again = Graph.open(d); n = again.views["triangle"].count; again.close()
+        >>> n
+        1
+        """
+        from queries.durable import open_graph
+        return open_graph(cls, path, directed, snapshot_every)
+
+    def close(self) -> None:
+        """Close a durable graph's log (in memory: nothing to do)."""
+        if self._log is not None:
+            self._log.close()
+
+    def __enter__(self) -> Graph:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _logged(self, delta: ZSet) -> None:
+        """Log the tick just applied (``n_ticks``); if logging fails, undo it in memory and
+        raise. Then snapshot if due."""
+        log = self._log
+        try:
+            log.append(self.n_ticks, delta)
+        except BaseException:
+            self._log = None
+            try:
+                self.apply(inserts=delta.keys[delta.weights < 0], deletes=delta.keys[delta.weights > 0])
+            finally:
+                self._log, self.n_ticks = log, self.n_ticks - 2
+            raise
+        try:
+            log.after_commit(self)
+        except OSError as e:  # the tick is durable already; a snapshot can wait
+            warnings.warn(f"snapshot skipped: {e}", RuntimeWarning, stacklevel=3)
 
     def __repr__(self) -> str:
         return f"Graph(directed={self.directed}, edges={self.n_edges}, views={list(self.views)})"
@@ -245,6 +306,10 @@ class Graph:
             for name in self.active - {self.primary}:
                 self.relations[name].load(self._derive(name))
             self._plan = None
+            if self._log is not None:
+                self.n_ticks += 1
+                with deferred_interrupts():
+                    self._logged(primary)
 
     def _derive(self, name: str) -> ZSet:
         """Relation ``name`` computed from the committed primary relation."""
@@ -277,12 +342,18 @@ class Graph:
             if key in self.views:
                 return self.views[key]
             self._activate({r for r, _ in p.atoms})
+            spec = pattern if isinstance(pattern, str) else p.name
+            if self._log is not None and not _named(spec, p):
+                raise QueryError(f"a durable graph saves its views by pattern name; pattern "
+                                 f"{p.name!r} is not the built-in pattern of that name")
             v = GraphView(self, p, orders)
             counts = np.concatenate([self._counts[:-1], [v.initial], self._counts[-1:]]).astype(np.int64)
             v.slot = len(self.views)
             self.views[key] = v
             self._counts = counts
             self._plan = None
+            if self._log is not None:
+                self._log.remember_view(key, spec)
             return v
 
     @_interruptible
@@ -330,6 +401,14 @@ class Graph:
         ``(min, max)``). A tick that fails (bad input, weight overflow) raises and changes
         nothing.
         """
+        if self._log is not None:
+            with self.store.lock, deferred_interrupts():  # applied and logged, or neither
+                tick = self._apply(inserts, deletes)
+                self._logged(tick.edge_delta)
+                return tick
+        return self._apply(inserts, deletes)
+
+    def _apply(self, inserts, deletes) -> Tick:
         t0 = time.perf_counter()
         ins = _NO_EDGES if inserts is None else _edge_input(inserts, "inserts")
         dels = _NO_EDGES if deletes is None else _edge_input(deletes, "deletes")

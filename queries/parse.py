@@ -134,11 +134,12 @@ def _clause(x: Any, in_or: bool = False) -> Any:
                     "[(f ...)] or [(f ...) binding]")
     if isinstance(x, list):
         src, terms = _split_src(x)
-        if not 2 <= len(terms) <= 4:
-            expected = 2 if len(terms) < 2 else 4
+        if not 2 <= len(terms) <= 5:
+            expected = 2 if len(terms) < 2 else 5
             raise _arity(_edn(x), expected, len(terms),
                          f"data pattern {_edn(x)} has {len(terms)} element"
-                         f"{'s' if len(terms) != 1 else ''}; expected 2 to 4 ([e a v tx])")
+                         f"{'s' if len(terms) != 1 else ''}; expected 2 to 5 ([e a v tx added], "
+                         f"added only in a history database)")
         return Pattern(tuple(_term(t, x) for t in terms), src)
     if isinstance(x, EdnList) and x and _is_sym(x[0], "$"):
         return _with_src(_clause(EdnList(x[1:]), in_or), SrcVar(str(x[0])))

@@ -190,6 +190,8 @@ def run_chunk(graph, rows: I64, pos: int, empty_ok: bool, last_tick: int | None)
     while done < n_ticks:
         big = np.flatnonzero(k_all[done:] > config.CHANGE_ROWS)
         stop = done + int(big[0]) if len(big) else n_ticks
+        if graph._log is not None:  # a durable graph logs every tick: through apply
+            stop = done
         if stop > done:
             t, bad, out, err = graph._stream_ticks(edges, bounds[done:stop], tcounts[done:stop], seconds[done:stop])
             if len(out):
@@ -206,7 +208,7 @@ def run_chunk(graph, rows: I64, pos: int, empty_ok: bool, last_tick: int | None)
                 n_ticks = t
                 break
             done = stop
-        if done < n_ticks:  # a tick above CHANGE_ROWS: the staged route, as apply takes it
+        if done < n_ticks:  # a tick above CHANGE_ROWS (or logged): as apply takes it
             lo, mid, hi = bounds[done]
             try:
                 tick = graph.apply(edges[lo:mid], edges[mid:hi])

@@ -22,7 +22,7 @@ import numpy as np
 
 from indexes.eav import Attribute, EavStore
 from queries.edn import Keyword, Tagged
-from wcoj.errors import SchemaError
+from wcoj.errors import CasError, SchemaError
 
 __all__ = ["resolve"]
 
@@ -104,7 +104,8 @@ def _check_value(attr: Attribute, v: Any) -> Any:
 
 
 def _expand(store: EavStore, data: list) -> list[tuple]:
-    """Forms -> ``(op, e, attr, value)`` with ``op`` "add"/"retract"/"retractEntity"."""
+    """Forms -> ``(op, e, attr, value)`` with ``op`` "add"/"retract"/"retractEntity"/"cas"
+    (whose value is ``(old, new)``)."""
     ops: list[tuple] = []
 
     def entity_map(m: dict) -> Any:
@@ -150,9 +151,12 @@ def _expand(store: EavStore, data: list) -> list[tuple]:
                             form[3]))
             elif op in (":db/retractEntity", ":db.fn/retractEntity") and len(form) == 2:
                 ops.append(("retractEntity", form[1], None, None))
+            elif op in (":db/cas", ":db.fn/cas") and len(form) == 5:
+                ops.append(("cas", form[1], str(_kw(form[2])), (form[3], form[4])))
             else:
                 raise SchemaError(f"bad transaction form {form!r}; expected [:db/add e a v], "
-                                  "[:db/retract e a v], [:db/retractEntity e] or a map")
+                                  "[:db/retract e a v], [:db/retractEntity e], "
+                                  "[:db/cas e a old new] or a map")
         else:
             raise SchemaError(f"bad transaction form {form!r}")
     return ops
@@ -223,18 +227,48 @@ def resolve(store: EavStore, data: list):
     idents: dict[int, str] = {}
     for op, e, attr, v in ops:
         if op == "retractEntity":
-            eid = entity(e)
-            for a in store.attributes_of(eid):
-                aid = store.aid(a)
-                idents[aid] = a
-                for vid in store.value_ids(a, eid).tolist():
-                    want[(eid, aid, vid)] = False
+            _retract_entity(store, entity(e), want, idents)
+            continue
+        if op == "cas":
+            eid, schema = entity(e), store.attribute(attr)
+            if schema.many:
+                raise SchemaError(f":db/cas needs a cardinality-one attribute; {attr} is many")
+            current = store.value_ids(attr, eid).tolist()
+            if current != ([] if v[0] is None else [value(schema, v[0])]):
+                found = store.interner.decode_one(current[0]) if current else None
+                raise CasError(f":db/cas failed on entity {eid} {attr}: expected {v[0]!r}, found "
+                               f"{found!r}; the transaction was not applied", eid, attr, v[0], found)
+            idents[store.aid(attr)] = attr
+            want[(eid, store.aid(attr), value(schema, v[1]))] = True
             continue
         schema = store.attribute(attr)
         aid = store.aid(attr)
         idents[aid] = attr
         want[(entity(e), aid, value(schema, v))] = op == "add"
     return _datoms(store, want, idents, tx, tempids)
+
+
+def _retract_entity(store: EavStore, eid: int, want: dict, idents: dict) -> None:
+    """``[:db/retractEntity eid]``: retract every datom of the entity, every reference to
+    it, and, through ``:db/isComponent`` attributes, its components (recursively)."""
+    todo, seen = [eid], set()
+    while todo:
+        eid = todo.pop()
+        if eid in seen:
+            continue
+        seen.add(eid)
+        for a in store.attributes_of(eid):
+            schema, aid = store.attribute(a), store.aid(a)
+            idents[aid] = a
+            for vid in store.value_ids(a, eid).tolist():
+                want[(eid, aid, vid)] = False
+                if schema.component and schema.value_type == "ref":
+                    todo.append(vid)  # a ref's id is its entity id
+        for a, schema in store.attributes.items():
+            if schema.value_type == "ref":
+                for x in store.entity_ids(a, store.interner.ref(eid)).tolist():
+                    idents[store.aid(a)] = a
+                    want[(x, store.aid(a), eid)] = False
 
 
 def _datoms(store: EavStore, want: dict, idents: dict, tx: int, tempids: dict):

@@ -12,9 +12,12 @@ the pieces are also kept as attributes so tests and tools need not parse the tex
     │   ├── UnknownAttributeError     (also KeyError) .attribute
     │   ├── ArityMismatchError        .form .expected .got
     │   ├── UnboundVariableError      .form .variables
-    │   └── SchemaError               wrong value type, unknown tempid, uniqueness
+    │   ├── SchemaError               wrong value type, unknown tempid, uniqueness
+    │   │   └── CasError                  :db/cas found another value .entity .attribute
+    │   └── ReadOnlyError             a write to an as_of/since/history database value
     ├── InputError(ValueError)        bad data at a door: shape, dtype, weights, files
     │   └── InputFileError            .path .line (0: unknown) .tick (None: unknown)
+    ├── StorageError(OSError)         a durable database's files: wrong kind, unreadable
     ├── CircuitError                  wiring: wrong number of inputs, cycle without delay
     └── WeightOverflowError(OverflowError)
     PerformanceWarning(UserWarning)   e.g. the planner fell back to binary joins
@@ -39,8 +42,11 @@ __all__ = [
     "ArityMismatchError",
     "UnboundVariableError",
     "SchemaError",
+    "CasError",
+    "ReadOnlyError",
     "InputError",
     "InputFileError",
+    "StorageError",
     "CircuitError",
     "WeightOverflowError",
     "PerformanceWarning",
@@ -101,6 +107,24 @@ class UnboundVariableError(QueryError):
 
 class SchemaError(QueryError):
     """A transaction breaks the schema: wrong value type, unknown tempid, uniqueness."""
+
+
+class CasError(SchemaError):
+    """``[:db/cas e a old new]`` found another current value than ``old``."""
+
+    def __init__(self, message: str, entity: int, attribute: str, expected: object, found: object):
+        super().__init__(message)
+        self.entity, self.attribute, self.expected, self.found = entity, attribute, expected, found
+
+
+class ReadOnlyError(QueryError):
+    """A transaction or view on a read-only database value (``as_of``, ``since``,
+    ``history``)."""
+
+
+class StorageError(WcojError, OSError):
+    """A durable database or graph whose files cannot be used: another kind of store, a
+    newer format, a missing or unreadable log."""
 
 
 class InputError(WcojError, ValueError):

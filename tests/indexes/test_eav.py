@@ -1,4 +1,4 @@
-"""EavStore: stage/commit/rollback on per-attribute relations and the datom log."""
+"""EavStore: ticks staged and committed (or forgotten) through one Transaction."""
 
 import numpy as np
 import pytest
@@ -22,11 +22,12 @@ def rows(s, *datoms, tx=1):
 
 
 def test_stage_commit_and_indexes(store):
-    store.stage(rows(store, (1, ":name", "Ann"), (2, ":name", "Bob"), (1, ":tag", Keyword(":x"))),
-                rows(store))
-    assert store.values(":name", 1) == [] and store.values(":name", 1, "curr") == ["Ann"]
-    assert store.changed == {":name", ":tag"}
-    store.commit()
+    with store.transaction() as tx:
+        store.stage(tx, rows(store, (1, ":name", "Ann"), (2, ":name", "Bob"), (1, ":tag", Keyword(":x"))),
+                    rows(store))
+        assert store.values(":name", 1) == [] and store.values(":name", 1, "curr") == ["Ann"]
+        assert store.changed == {":name", ":tag"}
+        tx.commit(store.committed)
     assert store.values(":name", 1) == ["Ann"]
     assert store.entity_ids(":name", store.interner.encode("Bob")).tolist() == [2]
     assert store.attributes_of(1) == [":name", ":tag"]
@@ -35,13 +36,16 @@ def test_stage_commit_and_indexes(store):
 
 
 def test_rollback_forgets_delta_ids_and_installs(store):
-    store.stage(rows(store, (1, ":name", "Ann")), rows(store))
-    store.commit()
+    with store.transaction() as tx:
+        store.stage(tx, rows(store, (1, ":name", "Ann")), rows(store))
+        tx.commit(store.committed)
     n = store.next_eid
-    store.new_eids(3)
-    store.stage_install(Attribute(":age", "long"))
-    store.stage(rows(store, (2, ":name", "Bob")), rows(store, (1, ":name", "Ann")))
-    store.rollback()
+    with pytest.raises(RuntimeError, match="boom"):
+        with store.transaction() as tx:
+            store.new_eids(3)
+            store.stage_install(Attribute(":age", "long"))
+            store.stage(tx, rows(store, (2, ":name", "Bob")), rows(store, (1, ":name", "Ann")))
+            raise RuntimeError("boom")
     assert store.next_eid == n and not store.has_attribute(":age")
     assert store.values(":name", 1, "curr") == ["Ann"] and store.values(":name", 2, "curr") == []
 

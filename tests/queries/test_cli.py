@@ -140,3 +140,34 @@ def test_demo_runs_small_and_its_closing_check_passes(capsys):
     out = capsys.readouterr().out
     assert "3,000 edges" in out and "\nOK (closing check" in out
     assert len([x for x in out.splitlines() if x.split()[:1] in (["1"], ["2"], ["3"])]) == 3
+
+
+def test_db_create_transact_query_and_log(tmp_path, capsys):
+    schema, data, more = tmp_path / "schema.edn", tmp_path / "data.edn", tmp_path / "more.edn"
+    schema.write_text('[{:db/ident :movie/title :db/valueType :db.type/string '
+                      ':db/unique :db.unique/identity} {:db/ident :movie/year :db/valueType :db.type/long}]')
+    data.write_text('[{:movie/title "Alien" :movie/year 1979} {:movie/title "Heat" :movie/year 1995}]')
+    more.write_text('[[:db/retractEntity [:movie/title "Alien"]] {:movie/title "Up" :movie/year 2009}]')
+    db = str(tmp_path / "movies")
+    assert main(["db", "create", db, str(schema), str(data)]) == 0
+    assert main(["db", "transact", db, str(more)]) == 0
+    _out(capsys)
+    q = '[:find ?t ?y :in $ ?after :where [?m :movie/title ?t] [?m :movie/year ?y] [(> ?y ?after)]]'
+    assert main(["db", "query", db, q, "1980"]) == 0
+    assert _out(capsys)[0].splitlines() == ['["Heat" 1995]', '["Up" 2009]']
+    assert main(["db", "query", db, q, "0", "--as-of", "2"]) == 0
+    assert _out(capsys)[0].splitlines() == ['["Alien" 1979]', '["Heat" 1995]']
+    assert main(["db", "query", db, '[:find ?t ?added :where [?m :movie/title ?t _ ?added]]',
+                 "--history"]) == 0
+    assert _out(capsys)[0].splitlines() == ['["Alien" false]', '["Alien" true]', '["Heat" true]',
+                                            '["Up" true]']
+    assert main(["db", "log", db]) == 0
+    lines = _out(capsys)[0].splitlines()
+    assert lines[0] == "t\ttx\tinstant\tdatoms" and [x.split("\t")[3] for x in lines[1:]] == ["1", "5", "5"]
+    # errors: named, exit status 2, no traceback
+    assert main(["db", "query", str(tmp_path / "nope"), q]) == 2
+    assert "no database at" in _out(capsys)[1]
+    assert main(["db", "query", db, "[:find ?x :where [?x :movie/nmae]]"]) == 2
+    assert "unknown attribute :movie/nmae; did you mean" in _out(capsys)[1]
+    assert main(["db", "create", db]) == 2
+    assert "holds a database already" in _out(capsys)[1]

@@ -7,7 +7,7 @@ import pytest
 
 from queries.database import Database
 from wcoj.errors import (
-    ArityMismatchError, EdnSyntaxError, QueryError, SchemaError, UnboundVariableError,
+    ArityMismatchError, CasError, EdnSyntaxError, QueryError, SchemaError, UnboundVariableError,
     UnknownAttributeError,
 )
 
@@ -40,7 +40,7 @@ def test_tempids_and_report(db):
                      {":db/id": "bob", ":name": "Bob"}])
     assert set(r.tempids) == {"ann", "bob"} and r.tempids["ann"] != r.tempids["bob"]
     assert (r.tempids["ann"], ":friend", r.tempids["bob"], True) in r.tx_data
-    assert len(r.tx_data) == 4
+    assert len(r.tx_data) == 5 and r.tx_data[-1][:2] == (r.tx, ":db/txInstant")  # as in Datomic
     assert db.q('[:find ?n . :in $ ?e :where [?e :friend ?f] [?f :name ?n]]',
                 r.tempids["ann"]) == "Bob"
 
@@ -49,9 +49,9 @@ def test_set_semantics(db):
     r = db.transact([[":db/add", "a", ":name", "Ann"], [":db/add", "a", ":tag", ":x"]])
     ann = r.tempids["a"]
     again = db.transact([[":db/add", ann, ":tag", ":x"]])
-    assert again.tx_data == []
+    assert [d for d in again.tx_data if d[1] != ":db/txInstant"] == []  # only the tx's instant
     gone = db.transact([[":db/retract", ann, ":tag", ":y"]])
-    assert gone.tx_data == []
+    assert [d for d in gone.tx_data if d[1] != ":db/txInstant"] == []
     assert db.q('[:find [?t ...] :where [_ :tag ?t]]') == [":x"]
 
 
@@ -161,3 +161,41 @@ def test_bad_queries(db):
     with pytest.raises(QueryError, match="cannot be stratified"):
         db.q('[:find ?x :in $ % :where (p ?x)]',
              '[[(p ?x) [?x :age _] (not (q ?x))] [(q ?x) [?x :name _] (p ?x)]]')
+
+
+def test_retract_entity_cascades_through_components_and_drops_references():
+    d = Database()
+    d.transact('''[{:db/ident :order/id :db/valueType :db.type/long :db/unique :db.unique/identity}
+                  {:db/ident :order/line :db/valueType :db.type/ref
+                   :db/cardinality :db.cardinality/many :db/isComponent true}
+                  {:db/ident :line/note :db/valueType :db.type/ref :db/isComponent true}
+                  {:db/ident :line/sku :db/valueType :db.type/string}
+                  {:db/ident :note/text :db/valueType :db.type/string}
+                  {:db/ident :shop/last :db/valueType :db.type/ref}]''')
+    r = d.transact([{":db/id": "o", ":order/id": 1,
+                     ":order/line": [{":line/sku": "a", ":line/note": {":note/text": "n"}},
+                                     {":line/sku": "b"}]},
+                    {":db/id": "keep", ":order/id": 2, ":order/line": [{":line/sku": "c"}]},
+                    {":db/id": "shop", ":shop/last": "o"}])
+    d.transact([[":db/retractEntity", [":order/id", 1]]])
+    assert d.q('[:find ?s :where [_ :line/sku ?s]]') == {("c",)}   # its lines went with it
+    assert d.q('[:find ?t :where [_ :note/text ?t]]') == set()     # and their components
+    assert d.q('[:find ?x :where [_ :shop/last ?x]]') == set()      # references to it too
+    assert d.q('[:find ?i :where [_ :order/id ?i]]') == {(2,)}
+    assert r.tempids["keep"] in d.q('[:find [?o ...] :where [?o :order/id]]')
+
+
+def test_cas_swaps_only_the_expected_value(db):
+    ann = db.transact([{":db/id": "a", ":name": "Ann", ":age": 30}]).tempids["a"]
+    db.transact([[":db/cas", ann, ":age", 30, 31]])
+    assert people(db) == {("Ann", 31)}
+    before = (db.store.datoms.contents().to_dict(), db.log.transactions())
+    with pytest.raises(CasError, match="expected 30, found 31") as info:
+        db.transact([[":db/add", ann, ":name", "Anna"], [":db/cas", ann, ":age", 30, 40]])
+    assert (info.value.entity, info.value.expected, info.value.found) == (ann, 30, 31)
+    assert (db.store.datoms.contents().to_dict(), db.log.transactions()) == before  # nothing
+    bob = db.transact([{":db/id": "b", ":name": "Bob"}]).tempids["b"]
+    db.transact([[":db/cas", bob, ":age", None, 20]])  # nil: the attribute had no value
+    assert people(db) == {("Ann", 31), ("Bob", 20)}
+    with pytest.raises(SchemaError, match="cardinality-one"):
+        db.transact([[":db/cas", bob, ":friend", None, ann]])

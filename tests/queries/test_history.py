@@ -1,0 +1,124 @@
+"""Time travel (as_of, since, history) against an oracle: the log prefix replayed into a
+fresh in-memory database."""
+
+import random
+from datetime import timedelta
+
+import pytest
+
+from queries.database import Database
+from wcoj.errors import QueryError, ReadOnlyError
+
+SCHEMA = """[{:db/ident :p/n :db/valueType :db.type/long :db/cardinality :db.cardinality/one}
+             {:db/ident :p/tag :db/valueType :db.type/string :db/cardinality :db.cardinality/many}
+             {:db/ident :p/ref :db/valueType :db.type/ref :db/cardinality :db.cardinality/one}]"""
+ALL = '[:find ?e ?a ?v :where [?e ?a ?v] [(not= ?a :db/txInstant)]]'
+
+
+def random_txs(seed: int, n_tx: int = 25, n_ent: int = 6) -> list:
+    """Transactions over entities 1..n_ent (created by the first one): adds, retracts,
+    cardinality-one replacements, retractEntity."""
+    rng = random.Random(seed)
+    txs = [[{":db/id": f"e{i}", ":p/n": i} for i in range(n_ent)]]
+    for _ in range(n_tx):
+        forms, one = [], set()  # one value per cardinality-one (e, a) in a transaction
+        for _ in range(rng.randint(1, 4)):
+            e = rng.randint(1, n_ent)
+            r = rng.random()
+            if r < 0.35 and (e, "n") not in one:
+                one.add((e, "n"))
+                forms.append([":db/add", e, ":p/n", rng.randint(0, 3)])
+            elif r < 0.6:
+                forms.append([":db/add", e, ":p/tag", rng.choice("xyz")])
+            elif r < 0.8:
+                forms.append([":db/retract", e, ":p/tag", rng.choice("xyz")])
+            elif r < 0.93 and (e, "ref") not in one:
+                one.add((e, "ref"))
+                forms.append([":db/add", e, ":p/ref", rng.randint(1, n_ent)])
+            elif r >= 0.93:
+                forms = [[":db/retractEntity", e]]
+                break
+        txs.append(forms)
+    return txs
+
+
+def replay(txs: list) -> tuple[Database, list]:
+    db = Database()
+    db.transact(SCHEMA)
+    return db, [db.transact(t).tx for t in txs]
+
+
+@pytest.fixture(params=[0, 1, 2])
+def run(request):
+    txs = random_txs(request.param)
+    db, ids = replay(txs)
+    return db, txs, ids
+
+
+def test_as_of_equals_the_replayed_prefix(run):
+    db, txs, ids = run
+    for k in range(len(txs) + 1):
+        oracle, _ = replay(txs[:k])
+        t = ids[k - 1] if k else ids[0] - 1  # before the first data transaction: schema only
+        assert db.as_of(t).q(ALL) == oracle.q(ALL), f"as_of after {k} transactions"
+
+
+def test_since_is_what_later_transactions_asserted_and_is_still_there(run):
+    db, txs, ids = run
+    now = db.q('[:find ?e ?a ?v ?tx :where [?e ?a ?v ?tx] [(not= ?a :db/txInstant)]]')
+    for k in (0, 5, len(ids) // 2, len(ids)):
+        t = ids[k - 1] if k else 0
+        want = {(e, a, v) for e, a, v, tx in now if tx > t}
+        assert db.since(t).q(ALL) == want
+
+
+def test_history_is_the_difference_of_consecutive_states(run):
+    db, txs, ids = run
+    want, before = set(), set()
+    for k in range(1, len(txs) + 1):
+        after = replay(txs[:k])[0].q(ALL)
+        want |= {(e, a, v, ids[k - 1], True) for e, a, v in after - before}
+        want |= {(e, a, v, ids[k - 1], False) for e, a, v in before - after}
+        before = after
+    got = db.history().q('[:find ?e ?a ?v ?tx ?added :where [?e ?a ?v ?tx ?added] '
+                         '[(not= ?a :db/txInstant)] [(> ?tx %d)]]' % (ids[0] - 1))
+    assert got == want
+    # a shorter pattern in a history database matches every value an attribute ever had
+    ever = db.history().q('[:find ?e ?v :where [?e :p/tag ?v]]')
+    assert ever == {(e, v) for e, a, v, _, _ in want if a == ":p/tag"}
+
+
+def test_tx_instant_is_queryable_and_as_of_takes_a_datetime():
+    db, ids = replay(random_txs(3, n_tx=4))
+    instants = dict(db.q('[:find ?tx ?when :where [?tx :db/txInstant ?when]]'))
+    assert set(ids) <= set(instants)
+    assert sorted(instants.values()) == [instants[t] for t in sorted(instants)]  # never decrease
+    for tx in ids:
+        assert db.as_of(instants[tx]).q(ALL) == db.as_of(tx).q(ALL)
+    before = min(instants.values()) - timedelta(days=1)
+    assert db.as_of(before).q(ALL) == set()
+    assert [t for t, _, _ in db.transactions()] == list(range(1, len(ids) + 2))
+
+
+def test_database_values_are_read_only_and_added_needs_history():
+    db, ids = replay(random_txs(4, n_tx=2))
+    for value in (db.as_of(ids[0]), db.since(0), db.history()):
+        with pytest.raises(ReadOnlyError, match="read-only"):
+            value.transact([[":db/add", 1, ":p/n", 9]])
+        with pytest.raises(ReadOnlyError):
+            value.view(ALL)
+    with pytest.raises(QueryError, match="only a history database"):
+        db.q('[:find ?e :where [?e :p/n _ _ true]]')
+    with pytest.raises(QueryError, match="point in time"):
+        db.as_of("yesterday")
+
+
+def test_pull_on_a_past_value():
+    db = Database()
+    db.transact(SCHEMA)
+    e = db.transact([{":db/id": "a", ":p/n": 1, ":p/tag": ["x", "y"]}]).tempids["a"]
+    t = db.transact([[":db/add", e, ":p/n", 2], [":db/retract", e, ":p/tag", "x"]]).tx
+    past = db.as_of(t - 1)
+    assert past.pull("[:p/n :p/tag]", e) == {":p/n": 1, ":p/tag": ["x", "y"]}
+    assert db.pull("[:p/n :p/tag]", e) == {":p/n": 2, ":p/tag": ["y"]}
+    assert past.q('[:find (pull ?e [:p/n]) . :where [?e :p/n 1]]') == {":p/n": 1}
