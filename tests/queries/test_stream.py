@@ -162,3 +162,17 @@ def test_frames_on_request():
     pd = pytest.importorskip("pandas")
     df = r.frame("triangle")
     assert isinstance(df, pd.DataFrame) and list(df.columns) == ["tick", "weight", "a", "b", "c"]
+
+
+def test_a_durable_graph_logs_every_tick_of_a_stream(tmp_path):
+    pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(3)
+    ticks = [(rng.integers(0, 20, (4, 2)).tolist(), rng.integers(0, 20, (2, 2)).tolist()) for _ in range(30)]
+    ref = make("triangle")
+    expected = per_tick(ref, ticks, range(len(ticks)))
+    with Graph.open(tmp_path) as g:
+        g.view("triangle")
+        assert_same(g.apply_stream(ticks), expected, g, ref)
+    with Graph.open(tmp_path) as again:
+        assert again.views["triangle"].count == ref.views["triangle"].count
+        assert np.array_equal(np.sort(again.edges(), axis=0), np.sort(ref.edges(), axis=0))
