@@ -254,7 +254,7 @@ class ChangePlan:
         """Ticks of edge changes, each as ``run_edges`` does it, in as few kernel calls as
         the tries' growth allows: tick ``t`` inserts ``edges[bounds[t, 0]:bounds[t, 1]]``
         and deletes ``edges[bounds[t, 1]:bounds[t, 2]]``; ``tcounts[t]`` gets the counts
-        after it, ``seconds[t]`` its time (from the cycle counter read inside the kernel
+        after it and its number of changes of the primary relation, ``seconds[t]`` its time (from the cycle counter read inside the kernel
         between ticks, plus any growth of a trie in Python). Returns ``(t, bad, rows)``: ``t`` the first tick not done (``len(bounds)``
         when all are), ``bad`` >= 0 an id out of range in it (its flat position in the
         tick's inserts then deletes), ``rows`` the changes ``(tick, view, weight,
@@ -278,7 +278,7 @@ class ChangePlan:
                 seconds[:t] = (stamps[:t, 1] - stamps[:t, 0]) / cycle_rate()
                 raise
             stamps[t, 1] += int((time.perf_counter() - r0) * cycle_rate())
-            tcounts[t] = self.counts
+            tcounts[t, :-1], tcounts[t, -1] = self.counts, n_primary
             tick = out[5]
             parts.append(np.concatenate([np.full((len(tick), 1), t, dtype=np.int64), tick], axis=1))
             t += 1

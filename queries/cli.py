@@ -23,10 +23,11 @@ import sys
 import time
 from collections.abc import Sequence
 
+import numpy as np
 from tqdm import tqdm
 
 from queries.graph import Graph, settle_heap, warm_up
-from queries.graphio import read_changes, read_edges
+from queries.graphio import iter_change_rows, last_line_wins, read_edges
 from queries.patterns import PATTERN_NAMES, Pattern, by_name
 from wcoj.errors import InputError, WcojError, as_interrupt
 from wcoj.zset import ZSet
@@ -341,11 +342,19 @@ def _split_change(change: ZSet, cap: int) -> dict:
     }
 
 
-def _edges_changed(edge_delta: ZSet, directed: bool) -> int:
-    """Changed edges of a tick; an undirected edge counts once whether the delta holds
-    it once as ``(min, max)`` or in both directions."""
-    k = edge_delta.keys
-    return len(k) if directed else int((k[:, 0] < k[:, 1]).sum())
+def _by_tick(cols: dict, ticks: np.ndarray) -> tuple:
+    """A stream result's change columns of one view, cut per tick: ``(lo, hi, keys,
+    weights)``, the rows of ``ticks[i]`` at ``lo[i]:hi[i]`` (rows come in tick order)."""
+    t = cols["tick"]
+    names = [c for c in cols if c not in ("tick", "weight")]
+    keys = np.column_stack([cols[c] for c in names]) if names else np.zeros((len(t), 0), np.int64)
+    return np.searchsorted(t, ticks, "left"), np.searchsorted(t, ticks, "right"), keys, cols["weight"]
+
+
+def _split_rows(view: tuple, i: int, cap: int) -> dict:
+    """``_split_change`` of the ``i``-th tick's rows in ``_by_tick``'s cut."""
+    lo, hi, keys, weights = view
+    return _split_change(ZSet(keys[lo[i]:hi[i]], weights[lo[i]:hi[i]].copy()), cap)
 
 
 def _stream(args) -> int:
@@ -357,34 +366,36 @@ def _stream(args) -> int:
     views = [(label, g.view(p, name=label)) for label, p in patterns]
     _say(args, "initial counts " + ", ".join(f"{label}={v.count:,}" for label, v in views)
          + f" in {time.perf_counter() - t0:.2f} s")
-    ticks = read_changes(args.changes, directed=directed)
     warm_up([p for _, p in patterns], directed=directed)  # kernels loaded before tick 1
     settle_heap()  # the loaded state is long-lived: keep full collections off the ticks
     table = args.format == "table"
-    with _bar(args.quiet, total=len(ticks), desc="ticks", unit="tick") as bar:
+    n_ticks, total = 0, 0.0
+    rows = last_line_wins(iter_change_rows(args.changes), directed)
+    with _bar(args.quiet, total=None, desc="ticks", unit="tick") as bar:
         def emit(line: str) -> None:
             (bar.write(line, file=sys.stdout) if not bar.disable else print(line))
 
         if table:
             emit(f"{'tick':>8}  {'pattern':<22} {'count':>14} {'added':>10} {'removed':>10}"
                  f" {'ms':>9}")
-        total = 0.0
-        for tick, inserts, deletes in ticks:
-            t = g.apply(inserts=inserts, deletes=deletes)
-            total += t.seconds
-            changed = _edges_changed(t.edge_delta, directed)
-            for label, v in views:
-                rec = {"tick": tick, "pattern": label, "count": v.count,
-                       **_split_change(t.changes[label], args.max_rows),
-                       "edges_changed": changed, "seconds": round(t.seconds, 6)}
-                if table:
-                    emit(f"{tick:>8}  {label:<22} {v.count:>14,} {rec['added_total']:>+10,}"
-                         f" {-rec['removed_total']:>+10,} {t.seconds * 1e3:>9.2f}")
-                else:
-                    emit(json.dumps(rec, separators=(",", ":")))
-            bar.update()
+        for res in g.stream(rows):
+            total += float(res.tick_seconds.sum())
+            per_view = {label: _by_tick(res.changes[label], res.ticks) for label, _ in views}
+            for i, tick in enumerate(res.ticks.tolist()):
+                seconds = float(res.tick_seconds[i])
+                for label, _ in views:
+                    rec = {"tick": tick, "pattern": label, "count": int(res.counts[label][i]),
+                           **_split_rows(per_view[label], i, args.max_rows),
+                           "edges_changed": int(res.counts["edges changed"][i]), "seconds": round(seconds, 6)}
+                    if table:
+                        emit(f"{tick:>8}  {label:<22} {rec['count']:>14,} {rec['added_total']:>+10,}"
+                             f" {-rec['removed_total']:>+10,} {seconds * 1e3:>9.2f}")
+                    else:
+                        emit(json.dumps(rec, separators=(",", ":")))
+            n_ticks += len(res)
+            bar.update(len(res))
     sys.stdout.flush()
-    _say(args, f"{len(ticks)} ticks applied in {total:.2f} s")
+    _say(args, f"{n_ticks} ticks applied in {total:.2f} s")
     return 0
 
 

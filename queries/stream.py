@@ -13,7 +13,7 @@ backwards, an id out of range) raises ``StreamError`` naming the row, after ever
 before it was applied; the error's ``done`` holds their results, and nothing of the
 failing tick is applied.
 
-Relies on ``queries.graph`` (its change-by-change plan, through ``indexes.transaction``).
+Relies on ``queries.graph`` (its change-by-change plan, ``indexes.transaction.ChangePlan``).
 
 >>> from queries.graph import Graph
 >>> g = Graph(); _ = g.view("triangle")
@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from indexes.transaction import deferred_interrupts
 from wcoj import config
 from wcoj.errors import InputError, WeightOverflowError
 
@@ -57,7 +56,8 @@ class StreamResult:
     """What a run of ticks changed, columnar.
 
     ``ticks``: the tick ids in order. ``counts[view]``: the view's count after each tick
-    (aligned with ``ticks``); ``counts["edges"]`` the number of edges. ``changes[view]``:
+    (aligned with ``ticks``); ``counts["edges"]`` the number of edges, ``counts["edges
+    changed"]`` how many the tick changed (undirected: pairs). ``changes[view]``:
     columns ``tick``, ``weight`` and the view's variables, one entry per changed row.
     ``tick_seconds``: each tick's time, from timestamps taken inside the kernel.
     """
@@ -184,7 +184,7 @@ def run_chunk(graph, rows: I64, pos: int, empty_ok: bool, last_tick: int | None)
     ends = np.cumsum(k_all)
     bounds = np.column_stack([ends - k_all, ends - k_all + k_ins, ends]).astype(np.int64)
     views = list(graph.views.items())
-    tcounts = np.zeros((n_ticks, len(views) + 1), dtype=np.int64)
+    tcounts = np.zeros((n_ticks, len(views) + 2), dtype=np.int64)  # counts, edges, edges changed
     seconds = np.zeros(n_ticks)
     parts, done, error = [], 0, None
     while done < n_ticks:
@@ -215,7 +215,7 @@ def run_chunk(graph, rows: I64, pos: int, empty_ok: bool, last_tick: int | None)
             except (InputError, WeightOverflowError) as e:
                 error, n_ticks = (int(idx[lo]) + pos, str(e)), done
                 break
-            tcounts[done] = graph._counts
+            tcounts[done, :-1], tcounts[done, -1] = graph._counts, len(tick.edge_delta)
             seconds[done] = tick.seconds
             width = max(len(view.columns) for _, view in views)
             for v, (name, _) in enumerate(views):
@@ -244,6 +244,7 @@ def _result(graph, views, tick_ids: I64, tcounts: I64, parts: list, seconds: flo
         rows = rows[np.argsort(rows[:, 0], kind="stable")]
     counts = {name: tcounts[:, v].copy() for v, (name, _) in enumerate(views)}
     counts["edges"] = tcounts[:, len(views)].copy()
+    counts["edges changed"] = tcounts[:, len(views) + 1].copy()
     changes = {}
     for v, (name, view) in enumerate(views):
         mine = rows[rows[:, 1] == v]

@@ -351,7 +351,8 @@ def edge_run(B, layout, rows, ins, dels, dcounts, counts, sets):
 def stream_run(B, layout, rows, edges, bounds, t0, dcounts, counts, sets, tcounts, stamps):
     """Ticks ``t0 ..`` of a stream, each one ``edge_run``: tick ``t`` inserts
     ``edges[bounds[t, 0]:bounds[t, 1]]`` and deletes ``edges[bounds[t, 1]:bounds[t,
-    2]]``; ``tcounts[t]`` gets ``counts`` after it, ``stamps[t]`` the cycle counter at
+    2]]``; ``tcounts[t]`` gets ``counts`` after it and its number of changes of the
+    primary relation, ``stamps[t]`` the cycle counter at
     its start and end (``memory.cycles``). Stops at the first tick not done:
     ``(t, bad, n_primary, ch, status, change, level, need, state row, out, done)``
     with ``t`` that tick (``len(bounds)`` when all are done), the rest ``edge_run``'s
@@ -359,8 +360,14 @@ def stream_run(B, layout, rows, edges, bounds, t0, dcounts, counts, sets, tcount
     done = np.empty((256, {width} + 3), dtype=np.int64)
     m = 0
     now = cycles()
-    for t in range(t0, bounds.shape[0]):
+    row = np.zeros((1, {max_arity} + 2), dtype=np.int64)
+    T = bounds.shape[0]
+    for t in range(t0, T):
         stamps[t, 0] = now
+        if t + 2 < T:  # the next ticks' first edges: where their lists are, then the lists
+            prefetch_edge(B, layout, row, edges, bounds[t + 2, 0], False)
+        if t + 1 < T:
+            prefetch_edge(B, layout, row, edges, bounds[t + 1, 0], True)
         for v in range(dcounts.shape[0]):
             dcounts[v] = 0
         bad, n_primary, ch, status, i, level, need, off, out = edge_run(
@@ -382,6 +389,7 @@ def stream_run(B, layout, rows, edges, bounds, t0, dcounts, counts, sets, tcount
         m += k
         for v in range(counts.shape[0]):
             tcounts[t, v] = counts[v]
+        tcounts[t, counts.shape[0]] = n_primary
     ch = np.empty((0, {max_arity} + 2), dtype=np.int64)
     out = np.empty((0, {width} + 2), dtype=np.int64)
     return bounds.shape[0], -1, 0, ch, OK, 0, 0, 0, 0, out, done[:m]
@@ -395,7 +403,8 @@ from numba import njit
 from wcoj.kernels.memory import DENSE, HI, LO, N, NONUNIT, V, cycles, load, row_kernel
 from wcoj.kernels.store import MIN_CAP, NEED_ROOM, OK, OVERFLOW
 from wcoj.kernels.tick import (FULL, _sec, apply_change, at0, consolidate, cut, edge_changes, fetch, fetch0,
-                               find_in, grown, kids, leaf, member, plus, prefetch_change, times, undo_changes)
+                               find_in, grown, kids, leaf, member, plus, prefetch_change, prefetch_edge, times,
+                               undo_changes)
 
 '''
 

@@ -42,13 +42,14 @@ def rows_of(ticks, first=0):
 def per_tick(g, ticks, ids):
     """apply() tick by tick: per view, its change rows as (tick, weight, keys...) and counts."""
     changes = {n: [] for n in g.views}
-    counts = {n: [] for n in list(g.views) + ["edges"]}
+    counts = {n: [] for n in list(g.views) + ["edges", "edges changed"]}
     for t, (ins, dels) in zip(ids, ticks):
         tk = g.apply(arr(ins), arr(dels))
         for n, z in tk.changes.items():
             changes[n] += [(t, w, *k) for k, w in zip(z.keys.tolist(), z.weights.tolist())]
             counts[n].append(g.views[n].count)
         counts["edges"].append(g.n_edges)
+        counts["edges changed"].append(len(tk.edge_delta))
     return changes, counts
 
 
@@ -64,6 +65,7 @@ def assert_same(result, expected, g, ref):
         assert sorted(rows_from(result, n)) == sorted(changes[n]), n
         assert result.counts[n].tolist() == counts[n], n
     assert result.counts["edges"].tolist() == counts["edges"]
+    assert result.counts["edges changed"].tolist() == counts["edges changed"]
     assert np.array_equal(np.sort(g.edges(), axis=0), np.sort(ref.edges(), axis=0))
     g.check_views()
 

@@ -35,6 +35,7 @@ from .zsets import _add_overflows, _mul_overflows
 __all__ = ["OK", "NEED_ROOM", "OVERFLOW", "FULL", "BAD_ID", "LAYOUT", "EDGES", "edge_changes", "cycle_rate", "at0",
            "find_in",
            "member", "cut", "times", "plus", "fetch", "fetch0", "kids", "leaf", "apply_change", "undo_changes",
+           "prefetch_edge",
            "prefetch_change", "consolidate", "grown"]
 
 FULL = 3  # a kernel found its output buffers full: they grow and the change runs again
@@ -211,6 +212,21 @@ def prefetch_change(B, layout, ch, i, lists):
                 else:
                     prefetch(B[off, LO] + 8 * p)
                     prefetch(B[off, HI] + 8 * p)
+
+
+@row_kernel
+def prefetch_edge(B, layout, row, edges, j, lists):
+    """``prefetch_change`` for the edge ``edges[j]`` of a later tick (as the primary
+    relation's change; ``row``: a scratch ``int64[1, 2 + max_arity]``): a stream of
+    single-edge ticks overlaps the cache misses of consecutive ticks this way."""
+    if j >= edges.shape[0]:
+        return
+    sc = _sec(layout, _SCALARS)
+    a, b = edges[j, 0], edges[j, 1]
+    if sc[_DIRECTED] == 0 and a > b:
+        a, b = b, a
+    row[0, 0], row[0, 1], row[0, 2], row[0, 3] = sc[_REL_P], 1, a, b
+    prefetch_change(B, layout, row, 0, lists)
 
 
 @njit(cache=True, nogil=True)
