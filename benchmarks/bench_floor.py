@@ -10,16 +10,11 @@ of ``Graph.apply``'s delta rule, which writes the changed rows, reads ``prev`` a
 the tick also computes the change of the edges (set semantics), stages it and commits it.
 
 Per k, over the same ticks (``benchmarks.bench_triangles.make_tick``: 90% inserts), the
-medians of: the floor (caches flushed before each run by writing 64 MiB), the parts of
-``Graph.apply`` timed inside it (``stage``: the edge delta with set semantics, staged on
-every index, where a change the geometric policy merges into the last run is merged;
-``delta_rule``: the triangle view's ``IncrementalGenericJoin.delta``; ``commit``: the
-staged runs appended, and the merges of older runs they set off), the whole
-``Graph.apply`` and the plain Python delta rule of ``bench_triangles``; then the ratios.
-The three parts need not add up to ``apply`` (the Python around them), and a merge of
-runs lands in the tick that sets it off, so ``commit``'s median hides the large merges:
-its mean is printed too. The graph grows by the inserts as the ticks go (both the
-floor's CSR and the Python rule's sets follow it).
+medians of: the floor on one thread and on all (caches flushed before each run by writing
+64 MiB), the whole ``Graph.apply`` (edge change with set semantics, the delta rule and
+the commit, one kernel call up to ``config.CHANGE_ROWS`` changes) and the plain Python
+delta rule of ``bench_triangles``; then the ratios. The graph grows by the inserts as
+the ticks go (both the floor's CSR and the Python rule's sets follow it).
 """
 
 from __future__ import annotations
@@ -98,34 +93,17 @@ def main(argv=None) -> None:
     n = int(base.max()) + 1
     g = Graph()
     g.load_edges(base)
-    view = g.view("triangle")
+    g.view("triangle")
     py = PythonDelta(base)
     warm_up(("triangle",))
     settle_heap()
-    spent = {"stage": [], "rule": [], "commit": []}
-
-    def timed(key, fn):
-        def run(*a, **kw):
-            t = time.perf_counter()
-            try:
-                return fn(*a, **kw)
-            finally:
-                spent[key].append((time.perf_counter() - t) * 1e3)
-        return run
-
-    # instance attributes: this graph's staging, this view's delta rule, this relation's commit are timed
-    g._stage = timed("stage", g._stage)
-    view.join.delta = timed("rule", view.join.delta)
-    rel = g.relations[g.primary]
-    rel.commit = timed("commit", rel.commit)
     chunks = 4 * numba.config.NUMBA_NUM_THREADS
     print(f"\n## triangle ticks on pl-{args.edges:.0e}: medians in ms (floor caches flushed per run)")
-    print(f"{'k':>8}{'floor_1t':>10}{'floor_mt':>10}{'stage':>8}{'delta_rule':>12}{'commit':>8}{'commit_mean':>13}"
-          f"{'apply':>9}{'python':>9}{'rule/floor_mt':>15}{'apply_upd/s':>13}{'floor_upd/s':>13}")
+    print(f"{'k':>8}{'floor_1t':>10}{'floor_mt':>10}{'apply':>9}{'python':>9}{'apply/floor_1t':>16}"
+          f"{'apply/floor_mt':>16}{'python/apply':>14}{'apply_upd/s':>13}{'floor_upd/s':>13}")
     for k in args.ks:
         n_ticks = args.ticks if k < 10_000 else max(3, args.ticks // 10)
-        rows = {"f1": [], "fm": [], "stage": [], "rule": [], "commit": [], "apply": [], "py": []}
-        fused = g.n_fused
+        rows = {"f1": [], "fm": [], "apply": [], "py": []}
         for i in range(n_ticks + 2):
             now = g.edges()
             ins, dels = make_tick(rng, now, n, k)
@@ -134,8 +112,6 @@ def main(argv=None) -> None:
             out = np.empty(len(edges), dtype=np.int64)
             f1 = _floor_ms(common_neighbours, ptr, nbr, edges, out)
             fm = _floor_ms(common_neighbours_parallel, ptr, nbr, edges, out, chunks)
-            for v in spent.values():
-                v.clear()
             FLUSH[::64] += 1
             t = time.perf_counter()
             g.apply(inserts=ins, deletes=dels)
@@ -146,16 +122,10 @@ def main(argv=None) -> None:
             if i >= 2:  # the first two compile and warm
                 for key, val in (("f1", f1), ("fm", fm), ("apply", applied), ("py", pyt)):
                     rows[key].append(val)
-                for key, val in spent.items():
-                    rows[key].append(sum(val))
         med = {key: float(np.median(v)) for key, v in rows.items()}
-        print(f"{k:>8}{med['f1']:>10.3f}{med['fm']:>10.3f}{med['stage']:>8.3f}{med['rule']:>12.3f}"
-              f"{med['commit']:>8.3f}{np.mean(rows['commit']):>13.3f}{med['apply']:>9.3f}{med['py']:>9.3f}"
-              f"{med['rule'] / med['fm']:>15.1f}{k / med['apply'] * 1e3:>13.0f}{k / med['fm'] * 1e3:>13.0f}",
-              flush=True)
-        if g.n_fused > fused:  # edge_tick: staging, rule and commit in one kernel call, not timed apart
-            print(f"{'':>8}({g.n_fused - fused} of its ticks, warm-up included, took the one-kernel path: "
-                  "its stage, delta_rule and commit read 0)", flush=True)
+        print(f"{k:>8}{med['f1']:>10.3f}{med['fm']:>10.3f}{med['apply']:>9.3f}{med['py']:>9.3f}"
+              f"{med['apply'] / med['f1']:>16.1f}{med['apply'] / med['fm']:>16.1f}{med['py'] / med['apply']:>14.2f}"
+              f"{k / med['apply'] * 1e3:>13.0f}{k / med['fm'] * 1e3:>13.0f}", flush=True)
     g.check_views()
 
 
