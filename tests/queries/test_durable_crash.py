@@ -122,7 +122,8 @@ class Child:
 
     def _read(self) -> None:
         for line in self.proc.stdout:
-            self.lines.append(line.split())
+            if line.endswith("\n") and line.split():  # a SIGKILL may cut the last line short
+                self.lines.append(line.split())
 
     def wait_for(self, pred, timeout: float = 60.0) -> None:
         end = time.monotonic() + timeout
