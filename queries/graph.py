@@ -448,11 +448,18 @@ class Graph:
         """
         empty_ok = isinstance(changes, (list, tuple))
         carry, carry_pos, last = None, 0, None
-        for pos, rows in as_rows(changes):
+        chunks = as_rows(changes)
+        ahead, failed = next(chunks, None), None
+        while ahead is not None:
+            (pos, rows), ahead = ahead, None
+            try:
+                ahead = next(chunks, None)
+            except Exception as e:  # noqa: BLE001 - a reader's error: apply what came before it first
+                failed = e
             if carry is not None and len(carry):
                 rows, pos = np.concatenate([carry, rows]), carry_pos
             carry = None
-            if len(rows):  # the last tick may go on in the next chunk: keep it back
+            if len(rows) and ahead is not None:  # the last tick may go on in the next chunk
                 other = np.flatnonzero(rows[:, 0] != rows[-1, 0])
                 start = int(other[-1]) + 1 if len(other) else 0
                 carry, carry_pos, rows = rows[start:], pos + start, rows[:start]
@@ -463,13 +470,8 @@ class Graph:
                 yield result
             if error is not None:
                 raise error
-        if carry is not None and len(carry):
-            with self.store.lock:
-                result, error = run_chunk(self, carry, carry_pos, empty_ok, last)
-            if len(result):
-                yield result
-            if error is not None:
-                raise error
+        if failed is not None:
+            raise failed
 
     def apply_stream(self, changes) -> StreamResult:
         """``stream(changes)``'s results as one ``StreamResult`` (a bad row raises

@@ -178,3 +178,18 @@ def test_a_durable_graph_logs_every_tick_of_a_stream(tmp_path):
     with Graph.open(tmp_path) as again:
         assert again.views["triangle"].count == ref.views["triangle"].count
         assert np.array_equal(np.sort(again.edges(), axis=0), np.sort(ref.edges(), axis=0))
+
+
+def test_a_failing_reader_keeps_the_ticks_it_delivered():
+    from wcoj.errors import InputError
+
+    def chunks():
+        yield np.array([[0, 1, 1, 2], [0, 1, 2, 3], [1, 1, 1, 3]])
+        raise InputError("changes.txt:4: expected 'TICK +|- SRC DST'")
+
+    g = make("triangle")
+    seen = []
+    with pytest.raises(InputError, match="changes.txt:4"):
+        for r in g.stream(chunks()):
+            seen.append(r.ticks.tolist())
+    assert seen == [[0, 1]] and g.views["triangle"].count == 1
