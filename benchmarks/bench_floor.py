@@ -31,7 +31,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from benchmarks._common import header, parse_size
+from benchmarks._common import Results, add_json_arg, header, parse_size
 from benchmarks.bench_triangles import PythonDelta, make_tick, oriented
 from queries.graph import Graph, settle_heap, warm_up
 from queries.graphio import generate_power_law
@@ -77,6 +77,11 @@ def csr(o: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return ptr, np.ascontiguousarray(s[:, 1])
 
 
+def _fused(g: Graph) -> int:
+    """Ticks that took the one-kernel path (``n_change_ticks``; ``n_fused`` in older trees)."""
+    return getattr(g, "n_change_ticks", getattr(g, "n_fused", 0))
+
+
 def _floor_ms(fn, *args) -> float:
     FLUSH[::64] += 1
     t = time.perf_counter()
@@ -91,7 +96,10 @@ def main(argv=None) -> None:
     ap.add_argument("--ticks", type=int, default=30, help="measured ticks per k (a tenth of it, at least 3, "
                     "for k >= 10,000)")
     ap.add_argument("--seed", type=int, default=0)
+    add_json_arg(ap)
     args = ap.parse_args(argv)
+    res = Results("bench_floor", args.seed, args=vars(args), edges=args.edges,
+                  threads=numba.config.NUMBA_NUM_THREADS)
     print(header("bench_floor", args.seed, edges=args.edges, threads=numba.config.NUMBA_NUM_THREADS))
     rng = np.random.default_rng(args.seed)
     base = oriented(generate_power_law(args.edges, seed=args.seed))
@@ -114,7 +122,8 @@ def main(argv=None) -> None:
         return run
 
     # instance attributes: this graph's staging, this view's delta rule, this relation's commit are timed
-    g._stage = timed("stage", g._stage)
+    if hasattr(g, "_stage"):  # trees before the generated tick kernels staged in Graph._stage
+        g._stage = timed("stage", g._stage)
     view.join.delta = timed("rule", view.join.delta)
     rel = g.relations[g.primary]
     rel.commit = timed("commit", rel.commit)
@@ -125,7 +134,7 @@ def main(argv=None) -> None:
     for k in args.ks:
         n_ticks = args.ticks if k < 10_000 else max(3, args.ticks // 10)
         rows = {"f1": [], "fm": [], "stage": [], "rule": [], "commit": [], "apply": [], "py": []}
-        fused = g.n_fused
+        fused = _fused(g)
         for i in range(n_ticks + 2):
             now = g.edges()
             ins, dels = make_tick(rng, now, n, k)
@@ -148,15 +157,19 @@ def main(argv=None) -> None:
                     rows[key].append(val)
                 for key, val in spent.items():
                     rows[key].append(sum(val))
-        med = {key: float(np.median(v)) for key, v in rows.items()}
+        med = {key: float(np.median(v)) if v else float("nan") for key, v in rows.items()}
+        res.add("floor", k=k, ticks=n_ticks, floor_1t_ms=med["f1"], floor_mt_ms=med["fm"], stage_ms=med["stage"],
+                delta_rule_ms=med["rule"], commit_ms=med["commit"], commit_mean_ms=float(np.mean(rows["commit"])) if rows["commit"] else None,
+                apply_ms=med["apply"], python_ms=med["py"], fused_ticks=_fused(g) - fused)
         print(f"{k:>8}{med['f1']:>10.3f}{med['fm']:>10.3f}{med['stage']:>8.3f}{med['rule']:>12.3f}"
-              f"{med['commit']:>8.3f}{np.mean(rows['commit']):>13.3f}{med['apply']:>9.3f}{med['py']:>9.3f}"
+              f"{med['commit']:>8.3f}{np.mean(rows['commit']) if rows['commit'] else float('nan'):>13.3f}{med['apply']:>9.3f}{med['py']:>9.3f}"
               f"{med['rule'] / med['fm']:>15.1f}{k / med['apply'] * 1e3:>13.0f}{k / med['fm'] * 1e3:>13.0f}",
               flush=True)
-        if g.n_fused > fused:  # edge_tick: staging, rule and commit in one kernel call, not timed apart
-            print(f"{'':>8}({g.n_fused - fused} of its ticks, warm-up included, took the one-kernel path: "
+        if _fused(g) > fused:  # edge_tick: staging, rule and commit in one kernel call, not timed apart
+            print(f"{'':>8}({_fused(g) - fused} of its ticks, warm-up included, took the one-kernel path: "
                   "its stage, delta_rule and commit read 0)", flush=True)
     g.check_views()
+    res.write(args.json)
 
 
 if __name__ == "__main__":
