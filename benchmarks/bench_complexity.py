@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
+import time
 
 import numpy as np
 
@@ -236,7 +237,6 @@ def _run(cell: dict, o: np.ndarray, pattern: str, method: str, repeat: int, time
 
 def _once(fn) -> float:
     """A peer that may run long: one timed run (its warm-up already happened)."""
-    import time
     t = time.perf_counter()
     fn()
     return time.perf_counter() - t
