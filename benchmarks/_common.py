@@ -19,6 +19,7 @@ noisy. Relies on numpy and numba only (for their versions) and on ``git`` when p
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import statistics
 import subprocess
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["base_parser", "parse_size", "commit", "header", "median_ms", "time_once_ms",
-           "fmt_ms", "fmt_ratio", "print_table", "row_printer"]
+           "fmt_ms", "fmt_ratio", "print_table", "row_printer", "Results", "add_json_arg", "peak_mib"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,6 +47,64 @@ def base_parser(description: str, sizes: Sequence[str] = ("1e4", "1e5")) -> argp
     p.add_argument("--repeat", type=int, default=5, help="timed runs per cell; the median is shown")
     p.add_argument("--seed", type=int, default=0, help="seed of the numpy generator")
     return p
+
+
+def add_json_arg(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``--json FILE``: also write what the benchmark prints as data (``Results``)."""
+    p.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE "
+                   "(benchmarks/plots.py draws figures from it)")
+    return p
+
+
+class Results:
+    """What a benchmark prints, kept as data: rows per table, plus the header's facts.
+
+    ``add`` one dict per printed row; ``write`` dumps ``{"benchmark", "header", "args",
+    "tables": {name: [row, ...]}}`` as JSON (nothing when ``path`` is None).
+
+    >>> r = Results("bench_x", seed=0, args={"sizes": [10]})
+    >>> r.add("rows", n=10, ms=1.5)
+    >>> r.tables["rows"], r.data()["benchmark"]
+    ([{'n': 10, 'ms': 1.5}], 'bench_x')
+    """
+
+    def __init__(self, name: str, seed: int, args: dict[str, Any] | None = None, **extra: Any):
+        self.name, self.args = name, dict(args or {})
+        self.header = header(name, seed, **extra)  # what the run printed first
+        self.tables: dict[str, list[dict[str, Any]]] = {}
+
+    def add(self, table: str, **row: Any) -> None:
+        self.tables.setdefault(table, []).append(row)
+
+    def data(self) -> dict[str, Any]:
+        return {"benchmark": self.name, "header": self.header,
+                "args": self.args, "tables": self.tables}
+
+    def write(self, path: str | Path | None) -> None:
+        if path:
+            Path(path).write_text(json.dumps(self.data(), indent=1, default=_plain) + "\n")
+
+
+def _plain(x: Any) -> Any:
+    """numpy scalars and arrays as Python numbers and lists (for ``json.dumps``)."""
+    return x.tolist() if hasattr(x, "tolist") else str(x)
+
+
+def peak_mib(fn: Callable[[], Any]) -> tuple[Any, float | None]:
+    """Run ``fn``; return its result and how far the process's resident set rose above
+    its size before the call at its peak, in MiB (Linux: the peak is reset through
+    ``/proc/self/clear_refs``; None where that is not possible)."""
+    def status(field: str) -> int:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith(field))
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset VmHWM to the current resident set
+        before = status("VmRSS:")
+    except OSError:
+        return fn(), None
+    out = fn()
+    return out, max(status("VmHWM:") - before, 0) / 1024
 
 
 def commit() -> str:

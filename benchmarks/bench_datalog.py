@@ -8,17 +8,19 @@ datoms (half adds, half retracts of existing datoms), the median time of
 ``transact`` without views followed by ``q``. Run:
 
     python -m benchmarks.bench_datalog --people 3000 --edges 30000 --repeat 3 --seed 0
+
+``--json FILE`` also writes the rows (table ``views``) for ``benchmarks/plots.py``.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import time
 
 import numpy as np
 
+from benchmarks._common import Results, add_json_arg, header
 from queries.database import Database
 
 SCHEMA = '''[{:db/ident :name :db/valueType :db.type/string :db/unique :db.unique/identity}
@@ -63,11 +65,19 @@ def apply(current, ops):
         (current.add if op == ":db/add" else current.discard)((a, b))
 
 
-def run(args) -> None:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    print(f"bench_datalog  commit={commit} numpy={np.__version__} seed={args.seed} "
-          f"people={args.people} edges={args.edges}")
+def run(args) -> Results:
+    res = Results("bench_datalog", args.seed, args=vars(args), people=args.people, edges=args.edges)
+    print(header("bench_datalog", args.seed, people=args.people, edges=args.edges))
+    measure(args.people, args.edges, args.tx, args.repeat, args.seed, res)
+    res.write(getattr(args, "json", None))
+    return res
+
+
+def measure(people: int = 3000, edges: int = 30000, tx=(1, 100, 10000), repeat: int = 3, seed: int = 0,
+            results: Results | None = None) -> Results:
+    """One row per query and transaction size (table ``views``), printed as measured."""
+    args = argparse.Namespace(people=people, edges=edges, tx=list(tx), repeat=repeat, seed=seed)
+    results = results or Results("bench_datalog", seed, people=people, edges=edges)
     print(f"{'query':10} {'tx_datoms':>9} {'view_ms':>10} {'requery_ms':>11} "
           f"{'view/requery':>13}")
     for name, query, inputs, attr in [("triangle", TRIANGLE, (), ":knows"),
@@ -104,7 +114,9 @@ def run(args) -> None:
                 if cur_p is not cur_v:
                     apply(cur_p, ops)
             mv, mq = statistics.median(tv) * 1e3, statistics.median(tq) * 1e3
+            results.add("views", query=name, tx_datoms=k, view_ms=mv, requery_ms=mq)
             print(f"{name:10} {k:9d} {mv:10.1f} {mq:11.1f} {mv / mq:12.3f}x", flush=True)
+    return results
 
 
 def main() -> None:
@@ -114,6 +126,7 @@ def main() -> None:
     p.add_argument("--tx", type=int, nargs="+", default=[1, 100, 10000])
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
+    add_json_arg(p)
     run(p.parse_args())
 
 

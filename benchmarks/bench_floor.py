@@ -26,7 +26,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from benchmarks._common import header, parse_size
+from benchmarks._common import Results, add_json_arg, header, parse_size
 from benchmarks.bench_triangles import PythonDelta, make_tick, oriented
 from queries.graph import Graph, settle_heap, warm_up
 from queries.graphio import generate_power_law
@@ -86,7 +86,10 @@ def main(argv=None) -> None:
     ap.add_argument("--ticks", type=int, default=30, help="measured ticks per k (a tenth of it, at least 3, "
                     "for k >= 10,000)")
     ap.add_argument("--seed", type=int, default=0)
+    add_json_arg(ap)
     args = ap.parse_args(argv)
+    res = Results("bench_floor", args.seed, args=vars(args), edges=args.edges,
+                  threads=numba.config.NUMBA_NUM_THREADS)
     print(header("bench_floor", args.seed, edges=args.edges, threads=numba.config.NUMBA_NUM_THREADS))
     rng = np.random.default_rng(args.seed)
     base = oriented(generate_power_law(args.edges, seed=args.seed))
@@ -126,7 +129,10 @@ def main(argv=None) -> None:
         print(f"{k:>8}{med['f1']:>10.3f}{med['fm']:>10.3f}{med['apply']:>9.3f}{med['py']:>9.3f}"
               f"{med['apply'] / med['f1']:>16.1f}{med['apply'] / med['fm']:>16.1f}{med['py'] / med['apply']:>14.2f}"
               f"{k / med['apply'] * 1e3:>13.0f}{k / med['fm'] * 1e3:>13.0f}", flush=True)
+        res.add("floor", k=k, ticks=n_ticks, floor_1t_ms=med["f1"], floor_mt_ms=med["fm"], apply_ms=med["apply"],
+                python_ms=med["py"])
     g.check_views()
+    res.write(args.json)
 
 
 if __name__ == "__main__":

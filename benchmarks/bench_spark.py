@@ -43,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks._common import Results, add_json_arg
 from benchmarks.bench_triangles import oriented, skewed
 from queries.graphio import generate_power_law, read_edges
 from queries.patterns import triangle
@@ -123,6 +124,11 @@ def _mb(b: int) -> str:
     return f"{b / 1e6:9.1f}"
 
 
+def _num(x: float) -> float | None:
+    """NaN (a plan that did not run) as None, for JSON."""
+    return None if x != x else float(x)
+
+
 def _ratio(a: float, b: float) -> str:
     return f"{a / b:7.1f}x" if b else "      -"
 
@@ -190,6 +196,9 @@ def bench_batch(spark, args) -> list[str]:
                f"{_mb(w_wcoj):>11} {_mb(w_bin):>10} {_ratio(w_bin, w_wcoj):>11}")
         print(row, flush=True)
         lines.append(row)
+        args.results.add("batch", graph=name, edges=len(o), count=n_wcoj, heavy=n_heavy, wcoj_s=t_wcoj,
+                         skew_s=_num(t_skew), binary_s=_num(t_bin), wcoj_shuffle_bytes=w_wcoj,
+                         binary_shuffle_bytes=w_bin)
         O.unpersist()
     return lines
 
@@ -262,6 +271,9 @@ def bench_ticks(spark, args) -> list[str]:
                f"{_mb(int(np.median(d_bytes))):>12} {_mb(w_re):>13}")
         print(row, flush=True)
         lines.append(row)
+        args.results.add("ticks", edges=len(edges), changes=k, delta_s=t_d, set_s=float(np.median(s_times)),
+                         cells_s=float(np.median(c_times)), recompute_s=t_re,
+                         delta_shuffle_bytes=int(np.median(d_bytes)), recompute_shuffle_bytes=w_re)
     view.close()
     return lines
 
@@ -311,6 +323,9 @@ def bench_stream(spark, args) -> list[str]:
                    f"{float(np.median([b['apply_s'] for b in ours])):8.2f}")
             print(row, flush=True)
             lines.append(row)
+            args.results.add("stream", changes=k, trigger_s=float(np.median(trig)), batch_s=float(np.median(batch)),
+                             read_s=float(np.median([b["read_s"] for b in ours])),
+                             apply_s=float(np.median([b["apply_s"] for b in ours])))
     finally:
         cs.close()
         shutil.rmtree(root, ignore_errors=True)
@@ -340,7 +355,9 @@ def main(argv=None) -> None:
     p.add_argument("--driver-memory", default="4g")
     p.add_argument("--master", default="local[2]")
     p.add_argument("--out", help="also write the report to this file")
+    add_json_arg(p)
     args = p.parse_args(argv)
+    args.results = Results("bench_spark", args.seed, args=vars(args).copy(), master=args.master)
 
     import pyspark
 
@@ -371,6 +388,8 @@ def main(argv=None) -> None:
     lines.append(tail)
     if args.out:
         Path(args.out).write_text("\n".join(lines) + "\n")
+    args.results.header = head
+    args.results.write(args.json)
 
 
 if __name__ == "__main__":

@@ -110,6 +110,7 @@ def main(argv=None) -> None:
                          "delta's thread shares or background merges, then has one)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
     args = ap.parse_args(argv)
     if args.worker:
         sys.path.insert(0, args.worker)
@@ -117,9 +118,10 @@ def main(argv=None) -> None:
         return
     if not args.base:
         ap.error("--base REV is required")
-    from benchmarks._common import header  # noqa: E402  (the worker must not import this tree)
+    from benchmarks._common import Results  # noqa: E402  (the worker must not import this tree)
 
-    print(header("tick_ab", args.seed, base=args.base, edges=f"{args.edges:.0e}", ticks=args.ticks))
+    res = Results("tick_ab", args.seed, args=vars(args), base=args.base, edges=f"{args.edges:.0e}", ticks=args.ticks)
+    print(res.header)
     base = base_tree(args.base)
     cpus = sorted(os.sched_getaffinity(0))
     side_by_side = len(cpus) >= 2 and not args.sequential
@@ -145,10 +147,15 @@ def main(argv=None) -> None:
         for k in args.ks:
             (mn, pn90, xn), (mb, pb90, xb) = new[str(k)], old[str(k)]
             ratios[k].append(mb / mn)
+            res.add("rounds", round=r + 1, k=k, new_s=mn, base_s=mb, new_p90_s=pn90, base_p90_s=pb90,
+                    new_max_s=xn, base_max_s=xb)
             print(f"{r + 1:>6}{k:>8}{mn * 1e6:>10.1f}{mb * 1e6:>10.1f}{mb / mn:>10.2f}{pn90 * 1e6:>10.1f}"
                   f"{pb90 * 1e6:>10.1f}{xn * 1e6:>10.0f}{xb * 1e6:>10.0f}", flush=True)
     print("\nmedian base/new over rounds: "
           + ", ".join(f"k={k}: {statistics.median(v):.2f}" for k, v in ratios.items()))
+    for k, v in ratios.items():
+        res.add("ratios", k=k, median_base_over_new=statistics.median(v))
+    res.write(args.json)
 
 
 if __name__ == "__main__":

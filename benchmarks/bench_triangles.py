@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._common import header
+from benchmarks._common import Results, add_json_arg, header
 from queries.graph import Graph, settle_heap, warm_up
 from queries.graphio import generate_power_law, read_edges
 from wcoj.zset import ZSet
@@ -182,11 +182,13 @@ def batch_section(args) -> None:
         wd = wedges(o)
         t_ours, tri = timed(ours(o), args.repeat)
         cells = []
+        rec = dict(graph=name, edges=len(o), triangles=tri, wedges=wd, ours_s=t_ours)
         for peer, make in PEERS:
             # DuckDB spills, so on the skewed family it runs up to --peer-timeout
             # (a timeout is a lower bound on the ratio); elsewhere, as the binary plan,
             # only where the wedges fit
             capped = peer == "duckdb" and name.startswith("skewed") and wd <= 1e3 * WEDGE_LIMIT
+            rec[f"{peer}_s"] = None
             if peer in ("binary", "duckdb") and wd > WEDGE_LIMIT and not capped:
                 cells.append(f"{'skip(wedges)':>16}")
                 continue
@@ -206,16 +208,22 @@ def batch_section(args) -> None:
                           else _once(fn))
             except TimedOut:
                 t = args.peer_timeout
+                rec[f"{peer}_timeout_s"] = t
                 cells.append(f"{'>' + format(t, '.0f'):>8} {'>' + format(t / t_ours, '.0f'):>6}x")
                 continue
             flag = "" if int(got) == tri else "!"
+            rec[f"{peer}_s"] = t
             cells.append(f"{t:>8.3f} {t / t_ours:>6.1f}x{flag}")
+        args.results.add("batch", **rec)
         print(f"{name:<22}{len(o):>10}{tri:>12}{wd:>14.3g}{t_ours:>9.3f}" + "".join(cells), flush=True)
 
 
 # ---------------------------------------------------------------- ticks
 class PythonDelta:
-    """The plain-Python delta rule: neighbour sets, one intersection per changed edge."""
+    """The plain-Python delta rule: neighbour sets, one intersection per changed edge.
+
+    ``apply`` returns the change of the triangle count; ``apply_rows`` builds the changed
+    rows too (``(a, b, c)`` sorted, weight +1 or -1), as ``Graph.apply`` does."""
 
     def __init__(self, o: np.ndarray):
         self.adj: dict[int, set[int]] = {}
@@ -238,6 +246,22 @@ class PythonDelta:
                 adj[u].add(v)
                 adj[v].add(u)
         return delta
+
+    def apply_rows(self, ins: np.ndarray, dels: np.ndarray) -> list[tuple[tuple[int, int, int], int]]:
+        rows = []
+        adj = self.adj
+        for u, v in dels.tolist():
+            if u != v and v in adj.get(u, ()):
+                adj[u].discard(v)
+                adj[v].discard(u)
+                rows.extend((tuple(sorted((u, v, w))), -1) for w in adj[u] & adj[v])
+        for u, v in ins.tolist():
+            if u != v and v not in adj.setdefault(u, set()):
+                adj.setdefault(v, set())
+                rows.extend((tuple(sorted((u, v, w))), 1) for w in adj[u] & adj[v])
+                adj[u].add(v)
+                adj[v].add(u)
+        return rows
 
 
 def make_tick(rng, edges_now: np.ndarray, n_nodes: int, k: int):
@@ -281,6 +305,9 @@ def ticks_section(args) -> None:
                 pys.append(time.perf_counter() - t)
             med = float(np.median(lat))
             pmed = float(np.median(pys))
+            args.results.add("ticks", graph=f"pl-{m:.0e}", k=k, median_ms=med * 1e3,
+                             p90_ms=float(np.percentile(lat, 90)) * 1e3, max_ms=max(lat) * 1e3,
+                             recompute_ms=t_re * 1e3, python_ms=pmed * 1e3, out_changes=outs)
             print(f"{'pl-%.0e' % m:<16}{k:>8}{med * 1e3:>11.3f}{np.percentile(lat, 90) * 1e3:>9.3f}"
                   f"{max(lat) / med:>8.1f}{k / med:>12.0f}{outs / sum(lat):>12.0f}"
                   f"{t_re * 1e3:>14.1f}{t_re / med:>12.1f}{pmed * 1e3:>11.3f}{pmed / med:>9.2f}", flush=True)
@@ -299,14 +326,18 @@ def growth_section(args) -> None:
         wd = wedges(o)
         t_b = timed(binary_plan(o), 1)[0] if wd <= WEDGE_LIMIT else float("nan")
         rows.append((m, t_w, t_b))
+        args.results.add("growth", m=m, triangles=tri, wcoj_s=t_w, binary_s=t_b if t_b == t_b else None,
+                         wedges=wd)
         print(f"m={m:>9}  triangles={tri:>12}  wcoj_s={t_w:8.4f}  binary_s={t_b:8.4f}  wedges={wd:.3g}", flush=True)
     ms = np.log([r[0] for r in rows])
     tw = np.log([r[1] for r in rows])
     print(f"WCOJ exponent: {np.polyfit(ms, tw, 1)[0]:.2f} over m={sizes[0]}..{sizes[-1]}")
+    args.results.add("exponents", method="wcoj", exponent=float(np.polyfit(ms, tw, 1)[0]))
     ok = [(np.log(r[0]), np.log(r[2])) for r in rows if r[2] == r[2]]
     if len(ok) >= 2:
         a, b = zip(*ok)
         print(f"binary exponent: {np.polyfit(a, b, 1)[0]:.2f} over the {len(ok)} sizes whose wedges fit")
+        args.results.add("exponents", method="binary", exponent=float(np.polyfit(a, b, 1)[0]))
 
 
 def memory_section(args) -> None:
@@ -330,6 +361,9 @@ def memory_section(args) -> None:
         rss.append(proc.memory_info().rss)
     rss = np.array(rss) / 2**20
     q = len(rss) // 10
+    args.results.add("memory", edges=len(base), index_bytes_per_edge=g.nbytes() / len(base), ticks=args.memory_ticks,
+                     rss_first_mib=float(rss[:q].max()), rss_last_mib=float(rss[-q:].max()),
+                     rss_peak_mib=float(rss.max()))
     print(f"RSS over {args.memory_ticks} ticks of 10 changes: first 10% max {rss[:q].max():.1f} MiB, "
           f"last 10% max {rss[-q:].max():.1f} MiB, peak {rss.max():.1f} MiB")
 
@@ -350,13 +384,16 @@ def main(argv=None) -> None:
     p.add_argument("--growth-sizes", type=float, nargs="+", default=[1e4, 3e4, 1e5, 3e5, 1e6])
     p.add_argument("--memory-edges", type=float, default=1e5)
     p.add_argument("--memory-ticks", type=int, default=1000)
+    add_json_arg(p)
     args = p.parse_args(argv)
     import os
-    print(header("bench_triangles", args.seed, cores=os.cpu_count(),
-                 loadavg=",".join(f"{x:.1f}" for x in os.getloadavg())))
+    extra = dict(cores=os.cpu_count(), loadavg=",".join(f"{x:.1f}" for x in os.getloadavg()))
+    args.results = Results("bench_triangles", args.seed, args=vars(args).copy(), **extra)
+    print(header("bench_triangles", args.seed, **extra))
     for s in args.sections:
         {"batch": batch_section, "ticks": ticks_section, "growth": growth_section,
          "memory": memory_section}[s](args)
+    args.results.write(args.json)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,8 @@ from functools import partial
 
 import numpy as np
 
-from benchmarks._common import base_parser, fmt_ms, fmt_ratio, header, median_ms, parse_size, row_printer
+from benchmarks._common import (Results, add_json_arg, base_parser, fmt_ms, fmt_ratio, header, median_ms,
+                                parse_size, row_printer)
 from wcoj import IndexedZSet, ZSet, consolidate
 
 N_NODES = 1_000_000
@@ -106,12 +107,14 @@ def lexsort(keys: np.ndarray) -> np.ndarray:
     return np.lexsort(keys.T[::-1])
 
 
-def zset_rows(sizes: list[int], repeat: int, seed: int) -> None:
+def zset_rows(sizes: list[int], repeat: int, seed: int, results: Results | None = None) -> None:
     row = row_printer(["op", "n", "n_out", "ours_ms", "dict_ms", "lexsort_ms", "dict/ours", "ours/lexsort"],
                       [11, 8, 8, 8, 8, 8, 8, 8])
 
     def emit(op: str, n: int, n_out: int, ours: float, py: float | None, ref: float) -> None:
         row(op, n, n_out, fmt_ms(ours), fmt_ms(py), fmt_ms(ref), fmt_ratio(py, ours), fmt_ratio(ours, ref))
+        if results is not None:
+            results.add("zset", op=op, n=n, n_out=n_out, ours_ms=ours, dict_ms=py, lexsort_ms=ref)
 
     last_dict: dict[str, tuple[int, float]] = {}
 
@@ -156,7 +159,8 @@ def zset_rows(sizes: list[int], repeat: int, seed: int) -> None:
 
 
 # ---------------------------------------------------------------- reachability
-def reach_rows(edge_counts: list[int], changes: int, repeat: int, seed: int) -> None:
+def reach_rows(edge_counts: list[int], changes: int, repeat: int, seed: int,
+               results: Results | None = None) -> None:
     from queries.demo import random_graph
     from wcoj.recursion import reachability_circuit
 
@@ -184,6 +188,9 @@ def reach_rows(edge_counts: list[int], changes: int, repeat: int, seed: int) -> 
                               repeat, warmup=0)
         tick = float(np.median(ticks))
         row(m, changes, n_reached, fmt_ms(tick0), fmt_ms(tick), fmt_ms(recompute), fmt_ratio(recompute, tick))
+        if results is not None:
+            results.add("reachability", edges=m, changes=changes, reached=n_reached, tick0_ms=tick0,
+                        tick_ms=tick, recompute_ms=recompute)
 
 
 def _edge_change(edges: np.ndarray, n_nodes: int, changes: int,
@@ -213,15 +220,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reach-edges", nargs="*", type=parse_size, default=[10_000, 100_000],
                    help="edge counts of the reachability section (none: skip it)")
     p.add_argument("--changes", type=int, default=10, help="edge changes per reachability tick")
+    add_json_arg(p)
     args = p.parse_args(argv)
+    res = Results("bench_zset", args.seed, args=vars(args), repeat=args.repeat)
     print(header("bench_zset", args.seed, repeat=args.repeat))
     print("keys: 2 int64 columns in [0, 1e6), 20% repeated rows; lexsort sorts the n raw keys"
           " (consolidate), the 2n keys of both sides (plus, join)")
-    zset_rows(args.sizes, args.repeat, args.seed)
+    zset_rows(args.sizes, args.repeat, args.seed, res)
     if args.reach_edges:
         print()
         print("reachability: one tick of edge changes against recomputation from scratch")
-        reach_rows(args.reach_edges, args.changes, args.repeat, args.seed)
+        reach_rows(args.reach_edges, args.changes, args.repeat, args.seed, res)
+    res.write(args.json)
     return 0
 
 

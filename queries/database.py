@@ -534,10 +534,11 @@ class Database:
         if forget is not None:
             forget(name)
 
-    def explain(self, query: Any, *inputs: Any) -> str:
-        """The plan: how the query runs, the variable order and estimated sizes."""
+    def explain(self, query: Any, *inputs: Any, format: str = "text") -> str:
+        """The plan: how the query runs, the variable order and estimated sizes; with
+        ``format="dot"``, the circuit the query compiles to as a Graphviz DOT graph."""
         from queries.plan import explain
-        return explain(self, self._parse(query), inputs)
+        return explain(self, self._parse(query), inputs, format=format)
 
     # ------------------------------------------------------------------ bulk loading
     def load_datoms(self, e: Any, attr: Any, v: Any) -> Report:

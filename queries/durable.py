@@ -53,6 +53,7 @@ import numpy.typing as npt
 
 from indexes.eav import Attribute, tx_id
 from indexes.interner import TAG_SHIFT
+from queries.atomic import fsync_file, fsync_folder
 from queries.edn import dumps, loads
 from queries.history import live_rows
 from wcoj.errors import QueryError, StorageError, WcojError
@@ -73,14 +74,6 @@ def _micros(dt: datetime) -> int:
 
 def _instant(micros: int) -> datetime:
     return _EPOCH + timedelta(microseconds=int(micros))
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _hook(stage: str) -> None:
@@ -164,10 +157,10 @@ class _Log:
         table = pa.table({name: np.ascontiguousarray(columns[:, i])
                           for i, name in enumerate(self.snapshot_columns)})
         pq.write_table(table, tmp)
-        _fsync(tmp)
+        fsync_file(tmp)
         _hook("written")
         os.replace(tmp, final)
-        _fsync(self.root)
+        fsync_folder(self.root)
         _hook("renamed")
         self._write(lambda c: (c.execute("DELETE FROM snapshots"),
                                c.execute("INSERT INTO snapshots VALUES (?, ?, ?)",

@@ -10,6 +10,10 @@ maintained by the telescoping delta rule, any other view by the DBSP circuit tha
 ``queries.circuits`` compiles (or, for pull and database functions, by recomputation on
 change; the plan says which and why).
 
+``format="dot"`` gives the circuit the view compiles to as a Graphviz DOT graph instead
+(``wcoj.dot.circuit_dot``: sources are the attribute deltas, the core join one node, rule
+components child circuits); a view that recomputes gets a one-node graph saying why.
+
 Relies on ``queries.compile``; used by ``Database.explain``.
 
 >>> from queries.database import Database
@@ -33,6 +37,7 @@ from queries.ast import FindAggregate, FindPull, Pattern, Predicate, Query, free
 from queries.circuits import Unsupported, compile_view
 from queries.compile import JoinPlan, bind_inputs
 from queries.functions import FUNCTIONS
+from wcoj.dot import circuit_dot, quote
 from wcoj.errors import QueryError
 from wcoj.generic_join import choose_order
 
@@ -51,10 +56,31 @@ def _view_plan(ev: Any, query: Query, table: Any, rules: list) -> list[str]:
             + [f"  circuit: {note}" for note in dict.fromkeys(compiled.notes)])
 
 
-def explain(db: Any, query: Query, inputs: tuple) -> str:
-    """A text plan of ``query`` on ``db`` (see the module docstring)."""
+def _dot(ev: Any, query: Query, table: Any, rules: list) -> str:
+    """The view's circuit as DOT, titled with the query and how the view is kept."""
+    how = ("as a view: incremental join (telescoping delta rule), the circuit's core join"
+           if JoinPlan.eligible(query, table) else "as a view: incremental DBSP circuit")
+    try:
+        compiled = compile_view(ev, query, table, rules)
+    except (Unsupported, QueryError) as e:
+        why = e.reason if isinstance(e, Unsupported) else str(e)
+        return ("digraph circuit {\n  label=" + quote(query.edn()) + "; labelloc=t;\n"
+                "  n0 [label=" + quote(f"recompute when an attribute it reads changes ({why})")
+                + ", shape=note];\n}")
+    if compiled.aggregated:
+        how += "; the sink's rows then feed per-group aggregate state"
+    return circuit_dot(compiled.root, title=f"{query.edn()}\n{how}")
+
+
+def explain(db: Any, query: Query, inputs: tuple, format: str = "text") -> str:
+    """A text plan of ``query`` on ``db``, or with ``format="dot"`` its circuit as DOT
+    (see the module docstring)."""
+    if format not in ("text", "dot"):
+        raise QueryError(f"explain format must be 'text' or 'dot', got {format!r}")
     ev = db._evaluator("prev", query, inputs)
     table, rules = bind_inputs(ev, query, inputs)
+    if format == "dot":
+        return _dot(ev, query, table, rules)
     lines = [f"query: {query.edn()}"]
     incremental = JoinPlan.eligible(query, table)
     if incremental:

@@ -23,3 +23,7 @@ def shared_data() -> Path:
     if not DATA.is_dir():
         pytest.skip("../shared/data is absent")
     return DATA
+
+# matplotlib draws without a display (benchmarks/plots.py in tests; notebook kernels select
+# their inline backend themselves)
+os.environ.setdefault("MPLBACKEND", "Agg")
