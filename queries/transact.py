@@ -5,9 +5,11 @@ installs nothing), resolves tempids (strings, ``#db/id [:db.part/user -100]``, m
 ``:db/id``; upserts through ``:db.unique/identity``), lookup refs, reverse attributes and
 nested maps, checks every value's type, and applies set semantics, cardinality-one
 replacement and uniqueness. It reads the store but changes nothing in it except reserving
-entity ids (which ``EavStore.rollback`` gives back).
+entity ids (which ``EavStore.rollback`` gives back). ``bulk`` applies the same rules to
+arrays of datoms (``Database.load_datoms``), vectorised.
 
-Relies on ``indexes.eav`` and ``queries.edn``; used by ``queries.database``.
+Relies on ``indexes.eav``, ``indexes.interner`` and ``queries.edn``; used by
+``queries.database``.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from typing import Any
 import numpy as np
 
 from indexes.eav import Attribute, EavStore
+from indexes.interner import BOOLEAN, TAG_SHIFT, ref_ids
 from queries.edn import Keyword, Tagged
+from wcoj.zset import ZSet
 from wcoj.errors import CasError, SchemaError
 
-__all__ = ["resolve"]
+__all__ = ["resolve", "bulk"]
 
 _SCHEMA_KEYS = {":db/ident", ":db/valueType", ":db/cardinality", ":db/unique", ":db/doc",
                 ":db/isComponent", ":db/index", ":db/fulltext", ":db/noHistory",
@@ -314,3 +318,79 @@ def _datoms(store: EavStore, want: dict, idents: dict, tx: int, tempids: dict):
     names = {(k if not isinstance(k, Tagged) else k.value[-1]): v for k, v in tempids.items()
              if not isinstance(k, _TempId)}
     return adds, retracts, tx, names, tx_data
+
+
+# ---------------------------------------------------------------------------- bulk
+def _bulk_values(store: EavStore, schema: Any, values: np.ndarray) -> np.ndarray:
+    """Interned ids of one attribute's values (numpy for ints, refs, booleans)."""
+    t = schema.value_type
+    if t == "ref" and values.dtype.kind in "iu":
+        ids = ref_ids(values)
+        if ids.size:
+            store.next_eid = max(store.next_eid, int(ids.max()) + 1)
+        return ids
+    if t in ("long", "bigint") and values.dtype.kind in "iu":
+        return store.interner.encode_many(values.astype(np.int64))
+    if t == "boolean" and values.dtype.kind == "b":
+        return (np.int64(BOOLEAN) << TAG_SHIFT) | values.astype(np.int64)
+    if t == "ref":
+        raise SchemaError(f"values of ref attribute {schema.ident} must be an int array of "
+                          f"entity ids, got {values.dtype}")
+    uniq, inverse = np.unique(values.astype(object) if values.dtype.kind == "U" else values,
+                              return_inverse=True)
+    ids = np.fromiter((store.interner.encode(_check_value(schema, x)) for x in uniq.tolist()),
+                      dtype=np.int64, count=len(uniq))
+    return ids[inverse.reshape(-1)]
+
+
+def bulk(store: EavStore, e: np.ndarray, attrs: np.ndarray, values: np.ndarray):
+    """``(adds, retracts, tx)`` for ``Database.load_datoms``: the rules of ``resolve``
+    (set semantics, cardinality one, uniqueness) over arrays, by sorting and vectorised
+    index lookups."""
+    if e.size:
+        store.new_eids(0)  # remember the counters, so a rollback restores them
+        store.next_eid = max(store.next_eid, int(e.max()) + 1)
+    tx = store.new_tx()
+    adds, rets = [], []
+    idents, inverse = np.unique(attrs.astype(str), return_inverse=True)
+    for j, ident in enumerate(idents.tolist()):
+        schema = store.attribute(ident)
+        m = inverse.reshape(-1) == j
+        ee, vv = e[m], _bulk_values(store, schema, values[m])
+        pairs = ZSet.from_arrays(np.stack([ee, vv], axis=1), arity=2).keys
+        rel = store.relation(ident)
+        if not schema.many:
+            first = np.concatenate(([True], pairs[1:, 0] != pairs[:-1, 0]))
+            if not first.all():
+                k = int(np.flatnonzero(~first)[0])
+                a, b = store.interner.decode(pairs[k - 1:k + 1, 1]).tolist()
+                raise SchemaError(f"two values {a!r} and {b!r} for cardinality-one attribute "
+                                  f"{ident} of entity {int(pairs[k, 0])} in one transaction")
+            view = rel.view("prev", (0, 1))
+            pos, old = view.propose(pairs[:, :1])
+            stale = np.stack([pairs[pos, 0], old], axis=1).reshape(-1, 2)
+            stale = stale[(old != pairs[pos, 1]) & (view.weight(stale) > 0)]
+            rets.append(np.insert(stale, 1, store.aid(ident), axis=1))
+        new = pairs[rel.view("prev", (0, 1)).weight(pairs) <= 0] if len(pairs) else pairs
+        if schema.unique is not None and len(new):
+            _check_unique(store, schema, new)
+        adds.append(np.insert(new, 1, store.aid(ident), axis=1))
+    add = np.concatenate(adds) if adds else np.zeros((0, 3), np.int64)
+    ret = np.concatenate(rets) if rets else np.zeros((0, 3), np.int64)
+    add = np.concatenate([add, np.full((len(add), 1), tx, np.int64)], axis=1)
+    ret = np.concatenate([ret, store.tx_of(ret)[:, None]], axis=1)
+    return add, ret, tx
+
+
+def _check_unique(store: EavStore, schema: Any, new: np.ndarray) -> None:
+    by_value = new[np.lexsort((new[:, 0], new[:, 1]))]
+    clash = by_value[1:, 1] == by_value[:-1, 1]
+    pos, owners = store.relation(schema.ident).view("prev", (1, 0)).propose(new[:, 1:2])
+    live = store.relation(schema.ident).view("prev", (1, 0)).weight(
+        np.stack([new[pos, 1], owners], axis=1).reshape(-1, 2)) > 0
+    other = live & (owners != new[pos, 0])
+    if clash.any() or other.any():
+        vid = int(by_value[1:][clash][0, 1]) if clash.any() else int(new[pos[other][0], 1])
+        shown = store.interner.decode_one(vid)
+        raise SchemaError(f"unique value {shown!r} of {schema.ident} would belong to two "
+                          f"entities")
