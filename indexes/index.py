@@ -87,14 +87,17 @@ class IncrementalIndex:
         self.trie.load(*self._ordered(z), presorted=True)
         self.staged, self._staged_rows, self._views = None, None, {}
 
-    def stage(self, delta: ZSet) -> None:
-        """Stage this tick's change (natural column order, consolidated)."""
+    def stage(self, delta: ZSet, checked: bool = False) -> None:
+        """Stage this tick's change (natural column order, consolidated); ``checked``:
+        the caller made sure its weight sums fit (``Relation.stage`` checks once for all
+        its indexes), else ``commit`` checks them."""
         self._views = {}
         if not len(delta):
             self.staged = self._staged_rows = None
             return
         keys, weights = self._ordered(delta)
         self._staged_rows = (keys, weights)
+        self._checked = checked
         self.staged = TrieTable.compact(keys, weights)
 
     def rollback(self) -> None:
@@ -103,9 +106,9 @@ class IncrementalIndex:
         self._views = {}
 
     def commit(self) -> None:
-        """Apply the staged change to the trie in place (the relation checked its weights)."""
+        """Apply the staged change to the trie in place."""
         if self._staged_rows is not None:
-            self.trie.apply(*self._staged_rows)
+            self.trie.apply(*self._staged_rows, checked=self._checked)
         self.staged = self._staged_rows = None
         self._views = {}
 
@@ -171,7 +174,7 @@ class Relation:
             idx = IncrementalIndex(self.arity, columns, self.block)
             idx.load(self.contents())
             if len(self.delta):
-                idx.stage(self.delta)
+                idx.stage(self.delta, checked=True)
             self.indexes[columns] = idx
         return idx
 
@@ -204,7 +207,7 @@ class Relation:
                     f"int64: {int(now[i])} + {int(delta.weights[i])} does not fit")
         try:
             for idx in self.indexes.values():
-                idx.stage(delta)
+                idx.stage(delta, checked=True)
         except BaseException:
             self.rollback()
             raise

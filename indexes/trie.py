@@ -135,16 +135,29 @@ class Trie:
         self.version += 1
 
     # ------------------------------------------------------------------ changes
-    def apply(self, keys: I64, weights: I64, reserve: I64 | None = None) -> None:
+    def apply(self, keys: I64, weights: I64, reserve: I64 | None = None, checked: bool = False) -> None:
         """Add the rows ``keys`` (in this trie's column order) with ``weights`` in place.
 
         Raises ``WeightOverflowError`` before changing anything when a row's weight sum
-        would not fit in int64.
+        would not fit in int64; ``checked``: the caller ruled that out already (a
+        relation checks a change once, against its natural index, for all its indexes).
         """
         keys = np.ascontiguousarray(keys, dtype=np.int64)
         weights = np.ascontiguousarray(weights, dtype=np.int64)
         if not len(keys):
             return
+        if not checked:
+            self._check_sums(keys, weights)
+        start = 0
+        reserve = np.zeros(self.arity, dtype=np.int64) if reserve is None else reserve
+        while True:
+            start, code, level, need = apply_rows(self.part.table, keys, weights, start, reserve)
+            if code == OK:
+                return
+            assert code == NEED_ROOM, code  # overflows were ruled out
+            self.make_room(level, need)
+
+    def _check_sums(self, keys: I64, weights: I64) -> None:
         now = self.weights(keys)
         total = now + weights
         bad = np.flatnonzero(((now ^ total) & (weights ^ total)) < 0)
@@ -152,14 +165,6 @@ class Trie:
             i = int(bad[0])
             raise WeightOverflowError(f"the weights of row {tuple(keys[i].tolist())} sum beyond int64: "
                                       f"{int(now[i])} + {int(weights[i])} does not fit")
-        start = 0
-        reserve = np.zeros(self.arity, dtype=np.int64) if reserve is None else reserve
-        while True:
-            start, code, level, need = apply_rows(self.part.table, keys, weights, start, reserve)
-            if code == OK:
-                return
-            assert code == NEED_ROOM, code  # overflows were ruled out above
-            self.make_room(level, need)
 
     def make_room(self, level: int, need: int) -> None:
         """Give ``level`` room for ``need`` more entries (for a dense level 0: room for

@@ -185,7 +185,7 @@ def test_an_index_that_fails_to_stage_leaves_the_change_on_none():
     rel.load(ZSet.from_rows([(1, 2), (2, 3)]))
     failing = rel.ensure_index((1, 0))
 
-    def fail(delta):
+    def fail(delta, checked=False):
         raise MemoryError("no room for the change")
 
     failing.stage = fail
