@@ -27,8 +27,9 @@ import numpy as np
 from tqdm import tqdm
 
 from queries.graph import Graph, settle_heap, warm_up
-from queries.graphio import iter_change_rows, last_line_wins, read_edges
+from queries.graphio import iter_change_rows, read_edges
 from queries.patterns import PATTERN_NAMES, Pattern, by_name
+from queries.stream import last_line_wins
 from wcoj.errors import InputError, WcojError, as_interrupt
 from wcoj.zset import ZSet
 

@@ -2,9 +2,9 @@
 
 :func:`read_edges` reads SNAP text (``#``/``%`` comments, whitespace or CSV, gzip by its
 magic bytes, extra columns such as timestamps ignored unless asked for);
-:func:`read_changes`, :func:`iter_change_rows`, :func:`last_line_wins` and
-:func:`write_changes` handle the change format ``TICK +|- SRC DST``; the generators of
-:mod:`queries.generators` are re-exported. Relies on numpy, :mod:`queries.textblocks`,
+:func:`read_changes`, :func:`iter_change_rows` and :func:`write_changes` handle the
+change format ``TICK +|- SRC DST``; :func:`queries.stream.last_line_wins` and the
+generators of :mod:`queries.generators` are re-exported. Relies on numpy, :mod:`queries.textblocks`,
 :mod:`queries.atomic` and ``wcoj.errors`` (no pyspark: the Spark pipeline's reader is
 :mod:`queries.spark.textio`). Used by ``queries.cli``, ``queries.graph_demo``, tests
 and benchmarks.
@@ -36,6 +36,7 @@ import numpy.typing as npt
 
 from queries.atomic import atomic_path
 from queries.generators import generate_changes, generate_power_law
+from queries.stream import _fold_ticks, last_line_wins
 from queries.textblocks import CHUNK_BYTES, iter_blocks
 from wcoj.errors import InputError, InputFileError
 
@@ -516,49 +517,6 @@ def _fast_changes(block: bytes) -> tuple[I64, I64] | None:
     rows[:, 1] = np.where(ops == ord("+"), 1, -1)
     rows[:, 2:] = ids
     return rows, data_lines
-
-
-def last_line_wins(chunks: Iterable[I64], directed: bool = False) -> Iterator[I64]:
-    """``iter_change_rows``' chunks with ``read_changes``' rule applied: within a tick,
-    only the last row about an edge stays (undirected: ``1 2`` and ``2 1`` are one edge),
-    so each tick's rows mean the same to ``Graph.stream`` (inserts, then deletes) as the
-    file's lines in order. Rows stay in file order; a tick's rows are held back until the
-    next tick starts (or the input ends). An ``InputFileError`` of the input is raised
-    after the last complete tick was yielded.
-
-    >>> rows = np.array([[1, 1, 1, 2], [1, -1, 2, 1], [1, -1, 3, 4], [1, 1, 3, 4], [2, 1, 5, 6]])
-    >>> [c.tolist() for c in last_line_wins(iter([rows[:2], rows[2:]]))]
-    [[[1, -1, 2, 1], [1, 1, 3, 4]], [[2, 1, 5, 6]]]
-    """
-    carry = np.zeros((0, 4), dtype=np.int64)
-    try:
-        for chunk in chunks:
-            rows = np.concatenate([carry, chunk]) if len(carry) else chunk
-            if not len(rows):
-                continue
-            other = np.flatnonzero(rows[:, 0] != rows[-1, 0])
-            start = int(other[-1]) + 1 if len(other) else 0
-            carry = rows[start:]
-            if start:
-                yield _fold_ticks(rows[:start], directed)
-    except InputFileError as e:
-        if len(carry) and e.tick is not None and e.tick > carry[0, 0]:
-            yield _fold_ticks(carry, directed)  # the bad line starts a later tick: this one is whole
-        raise
-    if len(carry):
-        yield _fold_ticks(carry, directed)
-
-
-def _fold_ticks(rows: I64, directed: bool) -> I64:
-    """Rows ``(tick, op, src, dst)`` with, per tick and edge, only the last one kept."""
-    a, b = rows[:, 2], rows[:, 3]
-    lo, hi = (a, b) if directed else (np.minimum(a, b), np.maximum(a, b))
-    pos = np.arange(len(rows))
-    order = np.lexsort((pos, hi, lo, rows[:, 0]))
-    last = np.ones(len(order), dtype=bool)
-    k = np.column_stack([rows[:, 0], lo, hi])[order]
-    last[:-1] = np.any(k[1:] != k[:-1], axis=1)
-    return rows[np.sort(order[last])]
 
 
 def _split_ops(rows: I64) -> tuple[I64, I64]:

@@ -36,7 +36,7 @@ import numpy.typing as npt
 from wcoj import config
 from wcoj.errors import InputError, WeightOverflowError
 
-__all__ = ["StreamResult", "StreamError", "as_rows"]
+__all__ = ["StreamResult", "StreamError", "as_rows", "last_line_wins"]
 
 I64 = npt.NDArray[np.int64]
 CHUNK_ROWS = 1 << 20  # rows of a stream given as one array, cut into chunks of about this many
@@ -253,3 +253,47 @@ def _result(graph, views, tick_ids: I64, tcounts: I64, parts: list, seconds: flo
             cols[var] = mine[:, 3 + c].copy()
         changes[name] = cols
     return StreamResult(tick_ids, counts, changes, seconds)
+
+
+def last_line_wins(chunks: Iterable[I64], directed: bool = False) -> Iterator[I64]:
+    """``iter_change_rows``' chunks with ``read_changes``' rule applied: within a tick,
+    only the last row about an edge stays (undirected: ``1 2`` and ``2 1`` are one edge),
+    so each tick's rows mean the same to ``Graph.stream`` (inserts, then deletes) as the
+    file's lines in order. Rows stay in file order; a tick's rows are held back until the
+    next tick starts (or the input ends). An ``InputFileError`` of the input is raised
+    after the last complete tick was yielded.
+
+    >>> rows = np.array([[1, 1, 1, 2], [1, -1, 2, 1], [1, -1, 3, 4], [1, 1, 3, 4], [2, 1, 5, 6]])
+    >>> [c.tolist() for c in last_line_wins(iter([rows[:2], rows[2:]]))]
+    [[[1, -1, 2, 1], [1, 1, 3, 4]], [[2, 1, 5, 6]]]
+    """
+    carry = np.zeros((0, 4), dtype=np.int64)
+    try:
+        for chunk in chunks:
+            rows = np.concatenate([carry, chunk]) if len(carry) else chunk
+            if not len(rows):
+                continue
+            other = np.flatnonzero(rows[:, 0] != rows[-1, 0])
+            start = int(other[-1]) + 1 if len(other) else 0
+            carry = rows[start:]
+            if start:
+                yield _fold_ticks(rows[:start], directed)
+    except InputError as e:  # a reader's InputFileError (.tick: the bad line's tick)
+        tick = getattr(e, "tick", None)
+        if len(carry) and tick is not None and tick > carry[0, 0]:
+            yield _fold_ticks(carry, directed)  # the bad line starts a later tick: this one is whole
+        raise
+    if len(carry):
+        yield _fold_ticks(carry, directed)
+
+
+def _fold_ticks(rows: I64, directed: bool) -> I64:
+    """Rows ``(tick, op, src, dst)`` with, per tick and edge, only the last one kept."""
+    a, b = rows[:, 2], rows[:, 3]
+    lo, hi = (a, b) if directed else (np.minimum(a, b), np.maximum(a, b))
+    pos = np.arange(len(rows))
+    order = np.lexsort((pos, hi, lo, rows[:, 0]))
+    last = np.ones(len(order), dtype=bool)
+    k = np.column_stack([rows[:, 0], lo, hi])[order]
+    last[:-1] = np.any(k[1:] != k[:-1], axis=1)
+    return rows[np.sort(order[last])]
