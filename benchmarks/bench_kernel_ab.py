@@ -28,8 +28,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def graphs(args):
     """``(name, loader)`` pairs, the same in both trees (this file's code runs in both)."""
-    from benchmarks.bench_triangles import GRAPHS, REAL, oriented, read_edges, skewed
+    from benchmarks.bench_triangles import REAL, oriented, read_edges, skewed
     from queries.graphio import generate_power_law
+
+    GRAPHS = Path(args.graphs_dir)  # this tree's ../shared, also for the other tree's run
 
     out = [(f"power-law {m:.0e}", lambda m=m: oriented(generate_power_law(int(m), seed=args.seed)))
            for m in args.edges]
@@ -84,6 +86,7 @@ def main(argv=None) -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--graphs-dir", default=str(ROOT.parent / "shared" / "data" / "graphs"), help=argparse.SUPPRESS)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
@@ -97,7 +100,7 @@ def main(argv=None) -> None:
 
     print(header("kernel_ab", args.seed, base=args.base, repeat=args.repeat))
     base = base_tree(args.base)
-    passed = [a for a in (argv if argv is not None else sys.argv[1:])]
+    passed = [*(argv if argv is not None else sys.argv[1:]), "--graphs-dir", args.graphs_dir]
     cpus = sorted(os.sched_getaffinity(0))
     print(f"\n## Graph.count median, ms (base = {args.base}, new = this tree)")
     print(f"{'round':>6}  {'graph':<34}{'new':>10}{'base':>10}{'base/new':>10}")
