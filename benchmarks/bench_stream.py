@@ -177,11 +177,12 @@ def memory(args) -> None:
             yield np.column_stack([ticks, ops, np.repeat(e, 2, axis=0)]).astype(np.int64)
             t += 2 * n
 
-    done = 0
+    done, t0 = 0, time.perf_counter()
     for r in g.stream(chunks()):
         done += len(r)
         rss = _rss_mb()
-        print(f"ticks={done:>10,}  rss_mb={rss:8.1f}  view={r.counts[args.pattern][-1]}", flush=True)
+        print(f"ticks={done:>10,}  rss_mb={rss:8.1f}  view={r.counts[args.pattern][-1]}  "
+              f"seconds={time.perf_counter() - t0:.1f}", flush=True)
 
 
 def _rss_mb() -> float:
