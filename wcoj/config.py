@@ -48,11 +48,14 @@ MARK_SPAN = 1 << 23
 row); past it the fixed side is merged instead."""
 
 # --- ticks (indexes.transaction, queries.graph)
-CHANGE_ROWS = 1 << 14
+CHANGE_ROWS = 1 << 20
 """A tick of at most this many changed rows runs change by change in one kernel call
 (``kernels.tick``): each change reads one version of each list, and the tick commits in
 the same call. Larger ticks stage their delta and run each term over all of it, on
-threads (``bench_stream``: the crossing point of the two routes)."""
+threads, in slices of bounded memory. On the 1M-edge power-law graph (triangle view,
+2 cores) the change-by-change route was 1.19x, 1.43x, 1.35x and 1.35x faster than the
+staged one at 4,096, 16,384, 50,000 and 100,000 changes; above a million the staged
+route keeps memory bounded and Ctrl-C answered within a slice."""
 
 # --- tries (indexes.trie)
 DENSE_SPAN = 32

@@ -150,6 +150,7 @@ def test_two_threads_applying_ticks_end_where_serial_ticks_end():
 CHILD = textwrap.dedent("""
     import signal, sys, numpy as np
     from queries.graph import Graph
+    from wcoj import config
     from queries.graphio import generate_power_law
     base = generate_power_law(60000, seed=1)
     g = Graph(); g.load_edges(base); g.view("triangle")
@@ -159,6 +160,7 @@ CHILD = textwrap.dedent("""
     for i in range(400):
         try:
             k = 2000 if i % 2 else 20000          # both routes: change by change, then staged
+            config.CHANGE_ROWS = 1 << 20 if i % 2 else 0
             ins = rng.integers(0, 20000, size=(k, 2)); dels = base[rng.choice(len(base), k // 2)]
             g.apply(ins, dels)
         except KeyboardInterrupt:
