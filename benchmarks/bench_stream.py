@@ -20,7 +20,9 @@ Then ``apply_stream`` at k = 1: the same held-out edges as single-edge ticks (in
 then deleted) in one call, its updates per second against the rule's over the same
 updates, and the per-update latency p50/p99 from the timestamps the stream takes inside
 its kernel. ``--memory N`` streams N single-edge ticks (insert then delete of random
-edges, in chunks of 1e6 rows) and prints the process's RSS after each chunk.
+edges, in chunks of 1e6 rows) and prints the process's RSS after each chunk. ``--routes``
+times the change-by-change route against the staged one, alternating per tick on the
+first graph (how ``config.CHANGE_ROWS`` was chosen).
 
 ``--json FILE`` writes the rows as JSON too.
 """
@@ -185,6 +187,39 @@ def memory(args) -> None:
               f"seconds={time.perf_counter() - t0:.1f}", flush=True)
 
 
+def routes(args) -> None:
+    """The change-by-change route against the staged one, alternating on one graph."""
+    from benchmarks.bench_triangles import make_tick
+    from wcoj import config
+
+    print("\n## routes: change by change vs staged, alternating per tick on one graph (medians, ms)")
+    o = load(args.graphs[0], args.seed)
+    rng = np.random.default_rng(args.seed)
+    n = int(o.max()) + 1
+    g = Graph()
+    g.load_edges(o)
+    g.view(args.pattern)
+    warm_up((args.pattern,), staged=True)
+    settle_heap()
+    saved = config.CHANGE_ROWS
+    try:
+        for k in args.route_ks:
+            res = {"change": [], "staged": []}
+            for r in range(args.route_rounds):
+                for route in ("change", "staged") if r % 2 == 0 else ("staged", "change"):
+                    ins, dels = make_tick(rng, g.edges(), n, k)
+                    config.CHANGE_ROWS = 1 << 30 if route == "change" else 0
+                    t0 = time.perf_counter()
+                    g.apply(ins, dels)
+                    res[route].append(time.perf_counter() - t0)
+            a, b = statistics.median(res["change"]), statistics.median(res["staged"])
+            print(f"graph={args.graphs[0]} k={k:>7}  change_by_change_ms={a * 1e3:8.1f}  staged_ms={b * 1e3:8.1f}  "
+                  f"staged/change={b / a:.2f}", flush=True)
+    finally:
+        config.CHANGE_ROWS = saved
+    g.check_views()
+
+
 def _rss_mb() -> float:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * resource.getpagesize() / 2**20
@@ -198,6 +233,10 @@ def main(argv=None) -> None:
                     help="inserted changes per k at most (then as many deleted); at least one tick")
     ap.add_argument("--pattern", default="triangle")
     ap.add_argument("--memory", type=parse_size, default=0, help="also stream this many single-edge ticks")
+    ap.add_argument("--routes", action="store_true",
+                    help="also time both routes of a tick, alternating, on the first graph (--route-ks)")
+    ap.add_argument("--route-ks", nargs="+", type=parse_size, default=[4096, 16384, 50_000, 100_000])
+    ap.add_argument("--route-rounds", type=int, default=6)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", help="write the rows to this file as JSON too")
     args = ap.parse_args(argv)
@@ -220,6 +259,8 @@ def main(argv=None) -> None:
                       [14, 8, 12, 12, 7, 7, 7])
     for name, held, base in streams:
         stream_k1(args, name, held, base, row, out)
+    if args.routes:
+        routes(args)
     if args.memory:
         memory(args)
     if args.json:
