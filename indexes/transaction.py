@@ -42,10 +42,9 @@ import numpy as np
 
 from indexes.index import Relation
 from wcoj.errors import WeightOverflowError, as_interrupt
-from wcoj.kernels.tick import NEED_ROOM, OK, cycle_rate, edge_changes
 from wcoj.program import pack
 from wcoj.tables import TableBlock
-from wcoj.tickgen import AtomSpec, TermSpec, compile_plan, rows_of
+from wcoj.tickgen import NEED_ROOM, OK, AtomSpec, TermSpec, compile_plan, cycle_rate, edge_changes, rows_of
 from wcoj.zset import ZSet
 
 __all__ = ["Store", "Transaction", "ChangePlan", "deferred_interrupts", "interrupts_default"]

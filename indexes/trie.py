@@ -31,8 +31,7 @@ import numpy.typing as npt
 from wcoj import config
 from wcoj.errors import ArityMismatchError, WeightOverflowError
 from wcoj.rows import row_order
-from wcoj.tables import MutableTable, Stack, TableBlock
-from wcoj.kernels.store import NEED_ROOM, OK, OVERFLOW, apply_rows, prefix_ranges, row_weights
+from wcoj.tables import NEED_ROOM, OK, OVERFLOW, MutableTable, Stack, TableBlock, apply_rows, prefix_ranges, row_weights
 from wcoj.zset import ZSet
 
 __all__ = ["Trie", "TrieView"]

@@ -36,9 +36,11 @@ import numpy as np
 import numpy.typing as npt
 
 from wcoj.kernels import memory as m
-from wcoj.kernels.store import fill, walk
+from wcoj.kernels.store import NEED_ROOM, OK, OVERFLOW, apply_rows, fill, prefix_ranges, row_weights, walk
 
-__all__ = ["TrieTable", "MutableTable", "TableBlock", "Stack", "compact_size", "TABLE_FIELDS"]
+__all__ = ["TrieTable", "MutableTable", "TableBlock", "Stack", "compact_size", "TABLE_FIELDS",
+           # the kernels that read and change tables, for indexes/ (which reaches kernels only here)
+           "apply_rows", "prefix_ranges", "row_weights", "NEED_ROOM", "OK", "OVERFLOW"]
 
 I64 = npt.NDArray[np.int64]
 TABLE_FIELDS = m.TABLE_FIELDS

@@ -40,7 +40,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["AtomSpec", "TermSpec", "compile_plan", "rows_of", "cache_dir"]
+from wcoj.kernels.tick import NEED_ROOM, OK, cycle_rate, edge_changes
+
+__all__ = ["AtomSpec", "TermSpec", "compile_plan", "rows_of", "cache_dir",
+           # what a plan's caller needs of the tick kernels (indexes.transaction)
+           "edge_changes", "cycle_rate", "NEED_ROOM", "OK"]
 
 _KERNELS = Path(__file__).resolve().parent / "kernels"
 _HELPERS = ("memory.py", "search.py", "store.py", "tick.py", "zsets.py")
