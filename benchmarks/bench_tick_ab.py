@@ -11,8 +11,9 @@ shares of a large delta, background merges) share its core; ``--sequential`` run
 trees one after the other on every core instead, alternating which goes first (then
 the host's drift between runs is in the ratios: use more rounds).
 
-Each process builds a triangle view over a generated power-law graph (``--edges``), runs
-``warm_up`` and ``settle_heap`` as ``wcoj stream`` does, then per k ``--ticks`` ticks of k
+Each process builds a view (``--pattern``, default triangle) over a generated power-law
+graph (``--edges``), runs ``warm_up`` and ``settle_heap`` as ``wcoj stream`` does, then
+per k ``--ticks`` ticks of k
 random edge changes (90% inserts; ``benchmarks.bench_triangles.make_tick``; fewer when
 that would pass 200,000 changes, at least 5) after as many unmeasured ones, at most 50,
 timing ``Graph.apply``; at the end both must hold the same count. The
@@ -50,8 +51,8 @@ def worker(args) -> None:
     base = oriented(generate_power_law(int(args.edges), seed=args.seed))
     g = Graph()
     g.load_edges(base)
-    view = g.view("triangle")
-    warm_up(("triangle",))
+    view = g.view(args.pattern)
+    warm_up((args.pattern,))
     settle_heap()
     rng = np.random.default_rng(args.seed)
     n = int(base.max()) + 1
@@ -86,7 +87,7 @@ def base_tree(rev: str) -> Path:
 
 def launch(tree: Path, cpu: int | None, args) -> subprocess.Popen:
     cmd = [sys.executable, __file__, "--worker", str(tree), "--edges", str(args.edges), "--ticks", str(args.ticks),
-           "--seed", str(args.seed), "--ks", *map(str, args.ks)]
+           "--seed", str(args.seed), "--pattern", args.pattern, "--ks", *map(str, args.ks)]
     pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, preexec_fn=pin)
 
@@ -103,6 +104,7 @@ def main(argv=None) -> None:
     ap.add_argument("--base", help="the commit to compare with (e.g. HEAD~1)")
     ap.add_argument("--edges", type=float, default=1e5, help="edges of the generated graph (default 1e5)")
     ap.add_argument("--ks", type=int, nargs="+", default=[1, 10, 1000], help="changes per tick (default 1 10 1000)")
+    ap.add_argument("--pattern", default="triangle", help="the view's pattern (default triangle; e.g. 4-cycle)")
     ap.add_argument("--ticks", type=int, default=1000, help="measured ticks per k (default 1000)")
     ap.add_argument("--rounds", type=int, default=2, help="runs of both trees; cores swap each round (default 2)")
     ap.add_argument("--sequential", action="store_true",
@@ -143,7 +145,7 @@ def main(argv=None) -> None:
             old = result(launch(base, None, args), "base")
             new = result(launch(ROOT, None, args), "new")
         if new["count"] != old["count"]:
-            raise SystemExit(f"round {r + 1}: the triangle counts differ ({new['count']} new, {old['count']} base)")
+            raise SystemExit(f"round {r + 1}: the {args.pattern} counts differ ({new['count']} new, {old['count']} base)")
         for k in args.ks:
             (mn, pn90, xn), (mb, pb90, xb) = new[str(k)], old[str(k)]
             ratios[k].append(mb / mn)
