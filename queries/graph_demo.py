@@ -11,11 +11,12 @@ against a fresh ``Graph`` built from scratch: it prints ``OK`` or exits with sta
 The degree cap keeps the from-scratch 4-cycle count (done twice: at the start and in
 the closing check) affordable; its cost grows with the number of 2-paths, sum(deg^2).
 Measured with the defaults (1,000,000 edges, 453,898 nodes, max degree 62, sum deg^2
-22.5M; 175 triangles and 1,360 4-cycles at the start, 210 and 1,825 after 100 ticks) on a
-quiet 2-core machine: generation 3.4 s, load 0.4 s, triangle count from scratch 0.3 s,
-4-cycle count 3.3 s, ticks of 1,000 changes 62.6 ms median (the 4-cycle view's terms
-dominate; the first tick, 535 ms, also pays for Numba compilation), closing check 7.7 s,
-OK, 22.2 s in all. ``--edges 100000`` runs in a few seconds.
+22.5M; 175 triangles and 1,360 4-cycles at the start, 210 and 1,825 after 100 ticks) on
+the 2-core machine with warm caches (2026-11-26): generation 3.3 s, load 0.3 s, triangle
+count from scratch 0.4 s, 4-cycle count 1.8 s, ticks of 1,000 changes 11.0 ms median
+(p90 15.8 ms), closing check 4.7 s, OK, 12.4 s in all. On an empty cache the first run
+also compiles its kernels (about a minute; see ``docs/performance.md``). ``--edges
+100000`` runs in about 4 s.
 
 Relies on :mod:`queries.graph` and :mod:`queries.graphio`; used by the README and the
 ``wcoj demo`` command.
