@@ -36,10 +36,11 @@ import numpy as np
 from indexes.eav import EavStore
 from indexes.index import Relation
 from queries.ast import (
-    And, BindColl, BindRel, BindScalar, BindTuple, Blank, Const, FindAggregate, FindPull,
-    FindVar, FnCall, Not, NotJoin, Or, OrJoin, Pattern, Predicate, Query, Rule, RuleCall,
-    RulesVar, SrcVar, Var, bound_vars, free_vars, required_vars,
+    And, BindColl, BindRel, BindTuple, Blank, Const, FindAggregate, FindPull, FindVar, FnCall,
+    Not, NotJoin, Or, OrJoin, Pattern, Predicate, Query, Rule, RuleCall, RulesVar, SrcVar, Var,
+    bound_vars, free_vars,
 )
+from queries.clauses import _bind, _branch, _take_ready, _truthy, check_stratified
 from queries.functions import DB_FUNCTIONS, FUNCTIONS, aggregate, call
 from queries.parse import _calls
 from queries.pull import pull
@@ -451,67 +452,6 @@ class Evaluator:
             return seen
         mine = reach(name)
         return {name} | {n for n in mine if name in reach(n)}
-
-
-def _branch(b: Any) -> tuple:
-    return b.clauses if isinstance(b, And) else (b,)
-
-
-def check_stratified(rules: Iterable[Any], scc: set) -> None:
-    """Refuse a rule of component ``scc`` that negates a rule of the same component."""
-    for r in rules:
-        for c in _negated_calls(r.body):
-            if c.name in scc:
-                raise QueryError(f"rule {r.name} negates {c.name} through recursion in "
-                                 f"{r}; negation through recursion cannot be stratified")
-
-
-def _negated_calls(clauses: Iterable[Any]) -> Iterable[RuleCall]:
-    for c in clauses:
-        if isinstance(c, (Not, NotJoin)):
-            yield from _calls(c.clauses)
-        elif isinstance(c, (Or, OrJoin, And)):
-            yield from _negated_calls(c.clauses)
-
-
-def _truthy(x: Any) -> bool:
-    return x is not None and x is not False
-
-
-def _take_ready(rest: list, bound_vars: Iterable[str]):
-    """Remove and return the first clause of ``rest`` whose required variables are all in
-    ``bound_vars``; raise ``UnboundVariableError`` naming what the first clause lacks."""
-    bound = {Var(v) for v in bound_vars}
-    ready = next((c for c in rest if required_vars(c) <= bound), None)
-    if ready is None:
-        c = rest[0]
-        raise UnboundVariableError(c, sorted(v.name for v in required_vars(c) - bound),
-                                   "nothing before it binds them")
-    rest.remove(ready)
-    return ready
-
-
-def _bind(binding: Any, value: Any) -> list[dict[str, Any]]:
-    """The alternatives of variable values that ``binding`` takes from ``value``."""
-    if value is None:
-        return []
-    if isinstance(binding, BindScalar):
-        return [{binding.var.name: value}]
-    if isinstance(binding, Blank):
-        return [{}]
-    if isinstance(binding, BindTuple):
-        value = list(value)
-        if len(value) < len(binding.elements):
-            return []
-        alts = [{}]
-        for el, x in zip(binding.elements, value):
-            alts = [{**a, **b} for a in alts for b in _bind(el, x)]
-        return alts
-    if isinstance(binding, BindColl):
-        return [a for x in value for a in _bind(binding.binding, x)]
-    if isinstance(binding, BindRel):
-        return [a for x in value for a in _bind(BindTuple(binding.elements), x)]
-    raise QueryError(f"bad binding {binding}")
 
 
 # ---------------------------------------------------------------------------- inputs and find
