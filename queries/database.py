@@ -66,7 +66,7 @@ from queries.functions import compare
 from queries.history import MemoryLog, as_of_store, history_store, resolve_t, since_store
 from queries.parse import check_rules, parse_query
 from queries.transact import bulk, resolve
-from wcoj.errors import QueryError, ReadOnlyError, SchemaError
+from wcoj.errors import PerformanceWarning, QueryError, ReadOnlyError, SchemaError
 
 __all__ = ["Database", "View", "Report", "Change", "TX_INSTANT"]
 
@@ -133,6 +133,10 @@ class View:
             else:
                 self._rows = {_key(r): r for r in db._rows(query, inputs, "prev")}
         self.mode = "join" if self.plan else "circuit" if self.circuit else "recompute"
+        if self.mode == "recompute":
+            warnings.warn(PerformanceWarning(
+                f"view {name}: {self.fallback}; it re-runs the whole query on every transaction "
+                "that touches an attribute it reads (db.q of it answers the same once)"), stacklevel=3)
         self.attrs = _attributes_read(query, rules)
         self.last_change = Change()
         self._staged: tuple | None = None

@@ -161,6 +161,18 @@ def test_explain_says_how_a_view_is_maintained():
     assert "recompute" in text and "pull" in text
 
 
+def test_a_view_that_recomputes_warns_and_still_equals_q():
+    import pytest
+
+    from wcoj.errors import PerformanceWarning
+    db, eid, _ = setup()
+    query = '[:find (pull ?a [:name]) :where [?a :w _] (not [?a :g 0])]'
+    with pytest.warns(PerformanceWarning, match="pull.*re-runs the whole query"):
+        v = db.view(query)
+    db.transact([[":db/add", eid[0], ":w", 5], [":db/add", eid[1], ":w", 1], [":db/add", eid[1], ":g", 0]])
+    assert sorted(map(repr, v.result())) == sorted(map(repr, db.q(query)))
+
+
 # ---------------------------------------------------------------------------- bulk loading
 
 def test_load_datoms_equals_transact_and_maintains_views():
