@@ -69,13 +69,6 @@ def launch(tree: Path, cpu: int | None, argv: list[str]) -> subprocess.Popen:
                             stdout=subprocess.PIPE, text=True, preexec_fn=pin, env=env, cwd=tree)
 
 
-def result(p: subprocess.Popen, what: str) -> dict:
-    out, _ = p.communicate()
-    if p.returncode:
-        raise SystemExit(f"the {what} tree's run failed (exit {p.returncode})")
-    return json.loads(out.strip().splitlines()[-1])
-
-
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", help="the commit to compare with (e.g. 0dfccea)")
@@ -96,7 +89,7 @@ def main(argv=None) -> None:
     if not args.base:
         ap.error("--base REV is required")
     from benchmarks._common import header
-    from benchmarks.bench_tick_ab import base_tree
+    from benchmarks.bench_tick_ab import base_tree, result
 
     print(header("kernel_ab", args.seed, base=args.base, repeat=args.repeat))
     base = base_tree(args.base)

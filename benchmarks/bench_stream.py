@@ -9,7 +9,7 @@ graph sizes), with a triangle view (``--pattern 4-cycle`` for 4-cycles, where th
 no Python rule or floor to compare with). Per k, the medians per tick of:
 
 * ``apply``: ``Graph.apply`` plus reading ``tick.changes`` (the changed rows);
-* ``rule``: the plain-Python rule: a Python set of neighbours per vertex; per changed
+* ``rule``: the plain-Python rule (``bench_triangles.PythonDelta.apply_rows``): a Python set of neighbours per vertex; per changed
   edge (u, v), set semantics, then ``N(u) & N(v)`` and the changed triangle rows built
   as tuples, on the same ticks;
 * ``floor``: the least a delta rule can do: per changed edge, the common neighbours of
@@ -40,34 +40,9 @@ import numpy as np
 from benchmarks._common import header, parse_size, row_printer
 from benchmarks.bench_floor import common_neighbours, csr
 from benchmarks.bench_triangles import GRAPHS as GRAPHS_DIR
-from benchmarks.bench_triangles import oriented
+from benchmarks.bench_triangles import PythonDelta, oriented
 from queries.graph import Graph, settle_heap, warm_up
 from queries.graphio import generate_power_law, read_edges
-
-
-class PythonRule:
-    """The plain-Python delta rule, with its changed rows."""
-
-    def __init__(self, o: np.ndarray):
-        self.adj: dict[int, set[int]] = {}
-        for u, v in o.tolist():
-            self.adj.setdefault(u, set()).add(v)
-            self.adj.setdefault(v, set()).add(u)
-
-    def apply(self, ins: np.ndarray, dels: np.ndarray) -> list:
-        adj, rows = self.adj, []
-        for u, v in ins.tolist():
-            if u != v and v not in adj.setdefault(u, set()):
-                nv = adj.setdefault(v, set())
-                rows += [(tuple(sorted((u, v, w))), 1) for w in adj[u] & nv]
-                adj[u].add(v)
-                nv.add(u)
-        for u, v in dels.tolist():
-            if u != v and v in adj.get(u, ()):
-                adj[u].discard(v)
-                adj[v].discard(u)
-                rows += [(tuple(sorted((u, v, w))), -1) for w in adj[u] & adj[v]]
-        return rows
 
 
 def load(name: str, seed: int) -> np.ndarray:
@@ -110,13 +85,13 @@ def per_k(args, name: str, o: np.ndarray, rng, row, out):
             ours.append(time.perf_counter() - t0)
         rule, floor = [], []
         if args.pattern == "triangle":
-            r = PythonRule(base)
+            r = PythonDelta(base)
             ptr, nbr = csr(base, n_nodes)
             cn = np.zeros(k, dtype=np.int64)
             common_neighbours(ptr, nbr, ticks[0][0][:1], cn)  # compiled before timing
             for ins, dels in ticks:
                 t0 = time.perf_counter()
-                r.apply(ins, dels)
+                r.apply_rows(ins, dels)
                 rule.append(time.perf_counter() - t0)
                 e = ins if len(ins) else dels
                 t0 = time.perf_counter()
@@ -147,13 +122,13 @@ def stream_k1(args, name: str, held: np.ndarray, base: np.ndarray, row, out):
     rate = len(rows) / wall
     rule_rate = None
     if args.pattern == "triangle":
-        r = PythonRule(base)
+        r = PythonDelta(base)
         none = np.zeros((0, 2), dtype=np.int64)
         t0 = time.perf_counter()
         for e in held:
-            r.apply(e[None, :], none)
+            r.apply_rows(e[None, :], none)
         for e in held:
-            r.apply(none, e[None, :])
+            r.apply_rows(none, e[None, :])
         rule_rate = len(rows) / (time.perf_counter() - t0)
     p50, p99 = np.percentile(res.tick_seconds, [50, 99]) * 1e6
     row(name, len(rows), f"{rate:,.0f}", f"{rule_rate:,.0f}" if rule_rate else "-",

@@ -5,6 +5,7 @@ import shutil
 
 import pytest
 
+from benchmarks.bench_datalog import ANCESTORS, RULES, SCHEMA, TRIANGLE  # the benchmark's queries
 from queries.circuits import compile_view
 from queries.compile import bind_inputs
 from queries.database import Database
@@ -12,12 +13,6 @@ from wcoj.dot import circuit_dot
 from wcoj.errors import QueryError
 from wcoj.recursion import reachability_circuit
 
-SCHEMA = '''[{:db/ident :name :db/valueType :db.type/string :db/unique :db.unique/identity}
-             {:db/ident :knows :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}
-             {:db/ident :parent :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}]'''
-TRIANGLE = '[:find ?a ?b ?c :where [?a :knows ?b] [?b :knows ?c] [?c :knows ?a]]'
-RULES = '[[(anc ?a ?b) [?a :parent ?b]] [(anc ?a ?b) [?a :parent ?x] (anc ?x ?b)]]'
-ANCESTORS = '[:find (count ?b) . :in $ % :where (anc ?a ?b)]'
 NEGATION = '[:find ?a :where [?a :knows ?b] (not [?b :knows ?a])]'
 
 NODE = re.compile(r"^\s*(n[\d_]+) \[label=\"((?:[^\"\\]|\\.)*)\"")
