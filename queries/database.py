@@ -61,7 +61,7 @@ from queries.ast import (
 )
 from queries.circuits import CompiledView, Groups, Unsupported, compile_view
 from queries.compile import Evaluator, JoinPlan, _ref_vars, bind_inputs, find_rows
-from queries.edn import Keyword, loads
+from queries.edn import Keyword, Symbol, loads
 from queries.functions import compare
 from queries.history import MemoryLog, as_of_store, history_store, resolve_t, since_store
 from queries.parse import check_rules, parse_query
@@ -289,7 +289,9 @@ def _sort(rows: list) -> list:
 def _shape(query: Query, rows: list) -> Any:
     f = query.find
     if query.keys is not None:
-        keys = [str(k).lstrip(":") for k in query.keys]
+        # Datomic: :keys gives keyword keys, :strs strings, :syms symbols
+        make = {"keys": lambda k: Keyword(":" + k), "syms": Symbol}.get(query.keys_kind, str)
+        keys = [make(str(k).lstrip(":")) for k in query.keys]
         if isinstance(f, FindTuple):
             return dict(zip(keys, rows[0])) if rows else None
         return [dict(zip(keys, r)) for r in _sort(rows)]

@@ -222,7 +222,7 @@ def aggregate(name: str, n: int | None, values: list[Any]) -> Any:
     >>> aggregate("count", None, [1, 1, 2]), aggregate("count-distinct", None, [1, 1, 2])
     (3, 2)
     >>> aggregate("max", 2, [3, 1, 2]), aggregate("median", None, [1, 2, 3, 4])
-    ([3, 2], 2.5)
+    ([2, 3], 2.5)
     """
     import random
     if name == "count":
@@ -233,7 +233,7 @@ def aggregate(name: str, n: int | None, values: list[Any]) -> Any:
         return set(values)
     if name in ("min", "max") and n is not None:
         s = _sorted(set(values))
-        return s[:n] if name == "min" else s[::-1][:n]
+        return s[:n] if name == "min" else s[-n:]  # both ascending, as DataScript
     if name == "min":
         return _sorted(values)[0]
     if name == "max":

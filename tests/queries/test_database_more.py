@@ -3,6 +3,7 @@
 import pytest
 
 from queries.database import Database
+from queries.edn import Keyword, Symbol
 from tests.queries.datalog_oracle import MOVIES, Movies
 
 movies_only = pytest.mark.skipif(not MOVIES.exists(), reason="../shared/data/movies is absent")
@@ -67,5 +68,7 @@ def test_syms_and_tuple_keys():
     d = Database()
     d.transact('[{:db/ident :a :db/valueType :db.type/long}]')
     d.transact([{":a": 1}])
-    assert d.q('[:find ?x :syms x :where [_ :a ?x]]') == [{"x": 1}]
-    assert d.q('[:find [?x] :keys x :where [_ :a ?x]]') == {"x": 1}
+    rows = d.q('[:find ?x :syms x :where [_ :a ?x]]')
+    assert rows == [{"x": 1}] and type(next(iter(rows[0]))) is Symbol  # Datomic: {x 1}
+    one = d.q('[:find [?x] :keys x :where [_ :a ?x]]')
+    assert one == {":x": 1} and type(next(iter(one))) is Keyword       # Datomic: {:x 1}
