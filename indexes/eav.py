@@ -78,6 +78,10 @@ class Attribute:
     component: bool = False
 
     def __post_init__(self) -> None:
+        if not (isinstance(self.ident, str) and self.ident.startswith(":") and len(self.ident) > 1):
+            # "age" and ":age" would be two attributes sharing the keyword's id
+            raise SchemaError(f"attribute ident {self.ident!r} is not a keyword; write "
+                              f"':{str(self.ident).lstrip(':')}' (a keyword) instead")
         if self.value_type not in VALUE_TYPES:
             raise SchemaError(f"attribute {self.ident}: unknown value type :db.type/"
                               f"{self.value_type}; expected one of "
@@ -209,11 +213,13 @@ class EavStore:
         """One tick over the store's relations (see the module docstring): the lock is
         held; an exception before ``commit`` forgets the staged change, installs and ids."""
         with self.tables.transaction() as tx:
+            marks = self.interner.marks()  # a failed tick gives back the values it interned
             try:
                 yield tx
             finally:
                 if not tx.done:
                     self._forget()
+                    self.interner.truncate(marks)
 
     def stage(self, tx: Transaction, adds: I64, retracts: I64) -> None:
         """Stage a tick in ``tx``: rows ``(e, aid, v, tx)`` to add and live rows to retract.

@@ -81,6 +81,15 @@ def _kind(value: Any) -> str:
     return "other"
 
 
+def _instant_micros(value: datetime) -> int | None:
+    """Microseconds since 1970 (naive means UTC), or None outside years 829 to 3111
+    (those instants go to a table)."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    micros = (value - _EPOCH) // timedelta(microseconds=1)
+    return micros if -_BIAS <= micros < _BIAS else None
+
+
 def _freeze(value: Any) -> Any:
     """Lists become tuples and sets frozensets, so collection values can be interned."""
     if isinstance(value, list):
@@ -147,11 +156,11 @@ class Interner:
         if t is int and -_BIAS <= value < _BIAS:
             return (LONG << TAG_SHIFT) | (value + _BIAS)
         if isinstance(value, datetime):
+            micros = _instant_micros(value)
+            if micros is not None:
+                return (INSTANT << TAG_SHIFT) | (micros + _BIAS)
             if value.tzinfo is None:
                 value = value.replace(tzinfo=timezone.utc)
-            micros = (value - _EPOCH) // timedelta(microseconds=1)
-            if -_BIAS <= micros < _BIAS:  # years 829 to 3111; others go to a table
-                return (INSTANT << TAG_SHIFT) | (micros + _BIAS)
         tag = _TABLE_TAGS[_kind(value)]
         if tag == 8:
             value = _freeze(value)
@@ -166,13 +175,50 @@ class Interner:
 
     def lookup(self, value: Any) -> int | None:
         """The id of ``value`` if it is known (or needs no table), else ``None``."""
+        found = self.find(value)
+        return None if found < 0 else found
+
+    def find(self, value: Any) -> int:
+        """The id of ``value`` without interning it: -1 when the value was never seen.
+
+        A read-only query looks its constants up with this, so queries do not grow the
+        tables (a constant nobody stored matches nothing anyway). Values that need no
+        table (booleans, longs, instants in range) always have an id.
+
+        >>> it = Interner(); vid = it.encode("x")
+        >>> it.find("x") == vid, it.find("never"), len(it), it.find(7) == it.encode(7)
+        (True, -1, 1, True)
+        """
         t = type(value)
         if t is bool or (t is int and -_BIAS <= value < _BIAS):
             return self.encode(value)
+        if isinstance(value, datetime):
+            if _instant_micros(value) is not None:
+                return self.encode(value)
+            if value.tzinfo is None:
+                value = value.replace(tzinfo=timezone.utc)
         tag = _TABLE_TAGS[_kind(value)]
         if tag == 8:
             value = _freeze(value)
-        return self._ids.get((tag, value if tag != 8 else (type(value).__name__, value)))
+        try:
+            return self._ids.get((tag, value if tag != 8 else (type(value).__name__, value)), -1)
+        except TypeError:  # an unhashable value was never interned
+            return -1
+
+    def truncate(self, marks: dict[int, int]) -> None:
+        """Forget every table value interned after ``marks`` (see :meth:`marks`): the
+        values a failed transaction interned are given back, so failures do not grow the
+        tables. Ids handed out before ``marks`` keep their meaning.
+
+        >>> it = Interner(); a = it.encode("a"); m = it.marks(); _ = it.encode("b")
+        >>> it.truncate(m); len(it), it.find("b"), it.encode("c") == a + 1
+        (1, -1, True)
+        """
+        for tag, vals in self._values.items():
+            n = marks.get(tag, 0)
+            for value in vals[n:]:
+                del self._ids[(tag, value if tag != 8 else (type(value).__name__, value))]
+            del vals[n:]
 
     def encode_many(self, values: Iterable[Any]) -> I64:
         """Ids of many values; longs of an all-int input are encoded without a Python loop."""

@@ -72,9 +72,17 @@ def _install(store: EavStore, m: dict) -> None:
     if card not in (":db.cardinality/one", ":db.cardinality/many"):
         raise SchemaError(f"attribute {ident}: :db/cardinality must be :db.cardinality/one or "
                           f":db.cardinality/many, got {card}")
-    store.stage_install(Attribute(
-        ident, vt.split("/", 1)[1], card.endswith("many"),
-        str(unique).split("/", 1)[1] if unique else None, bool(m.get(":db/isComponent"))))
+    attr = Attribute(ident, vt.split("/", 1)[1], card.endswith("many"),
+                     str(unique).split("/", 1)[1] if unique else None,
+                     bool(m.get(":db/isComponent")))
+    old = store.attributes.get(ident)
+    if old is not None and old.value_type != attr.value_type and store.relations.get(ident) \
+            is not None and len(store.relations[ident].contents()):
+        # Datomic refuses to alter :db/valueType; we allow it while no datom could disagree
+        raise SchemaError(f"attribute {ident}: cannot change :db/valueType from :db.type/"
+                          f"{old.value_type} to :db.type/{attr.value_type} while it has "
+                          "datoms; retract them first or install a new attribute")
+    store.stage_install(attr)
 
 
 def _check_value(attr: Attribute, v: Any) -> Any:
@@ -87,6 +95,9 @@ def _check_value(attr: Attribute, v: Any) -> Any:
         ok = v
     elif t in ("double", "float") and type(v) in (float, int):
         ok = float(v)
+        if ok != ok:  # NaN is not equal to itself: a set of datoms could hold it twice
+            raise SchemaError(f"NaN is not a valid value for attribute {attr.ident}: it "
+                              "equals nothing, not even itself (Datomic cannot compare it)")
     elif t == "boolean" and type(v) is bool:
         ok = v
     elif t == "instant" and isinstance(v, datetime):
@@ -97,7 +108,8 @@ def _check_value(attr: Attribute, v: Any) -> Any:
         ok = Keyword(v)
     elif t == "uuid" and isinstance(v, uuid.UUID):
         ok = v
-    elif t == "bigdec" and isinstance(v, (Decimal, int)) and type(v) is not bool:
+    elif t == "bigdec" and isinstance(v, (Decimal, int)) and type(v) is not bool \
+            and not (isinstance(v, Decimal) and v.is_nan()):
         ok = Decimal(v)
     elif t in ("symbol", "tuple"):
         ok = v

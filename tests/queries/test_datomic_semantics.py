@@ -4,10 +4,14 @@ collection aggregates, pull options, registered functions, schema and value chec
 Each expected value is what Datomic (or DataScript, where Datomic's documentation leaves it
 open) returns for the same query, written out by hand."""
 
+from decimal import Decimal
+
+import numpy as np
 import pytest
 
 from queries.database import Database
 from queries.edn import Keyword, Symbol
+from wcoj.errors import SchemaError, UnknownAttributeError
 
 
 @pytest.fixture
@@ -35,3 +39,87 @@ def test_min_and_max_n_are_both_ascending(movies):
     q = '[:find [(min 2 ?y) (max 2 ?y)] :where [_ :year ?y]]'
     assert movies.q(q) == ([1979, 1986], [1986, 1995])
     assert movies.q('[:find (max 5 ?y) . :where [_ :year ?y]]') == [1979, 1986, 1995]
+
+
+# ---------------------------------------------------------------------------- schema, values
+
+def _schema(db):
+    return dict(db.store.attributes)
+
+
+def test_value_type_cannot_change_while_the_attribute_has_datoms():
+    d = Database()
+    d.transact('[{:db/ident :age :db/valueType :db.type/long}]')
+    r = d.transact([{":db/id": "a", ":age": 3}])
+    with pytest.raises(SchemaError, match="cannot change :db/valueType from :db.type/long"):
+        d.transact('[{:db/ident :age :db/valueType :db.type/string}]')
+    assert d.store.attribute(":age").value_type == "long"
+    assert d.q('[:find ?v . :where [_ :age ?v]]') == 3
+    # once no datom has it, nothing can disagree with the new type (Datomic: never)
+    d.transact([[":db/retract", r.tempids["a"], ":age", 3]])
+    d.transact('[{:db/ident :age :db/valueType :db.type/string}]')
+    d.transact([{":age": "three"}])
+    assert d.q('[:find ?v . :where [_ :age ?v]]') == "three"
+
+
+@pytest.mark.parametrize("tx", [
+    [{":db/ident": "age", ":db/valueType": ":db.type/long"}],
+    '[{:db/ident "age" :db/valueType :db.type/long}]',
+])
+def test_attribute_idents_must_be_keywords(tx):
+    d = Database()
+    with pytest.raises(SchemaError, match="not a keyword; write ':age'"):
+        d.transact(tx)
+    assert ":age" not in d.store.attributes and "age" not in d.store.attributes
+
+
+def test_a_plain_string_is_not_the_keyword_attribute():
+    d = Database()
+    d.transact([{":db/ident": ":age", ":db/valueType": ":db.type/long"}])
+    for tx in ([["db/add", "x", "age", 1]], [[":db/add", "x", "age", 1]], [{"age": 1}]):
+        with pytest.raises((SchemaError, UnknownAttributeError)):
+            d.transact(tx)
+    with pytest.raises(UnknownAttributeError, match="did you mean :age"):
+        d.load_datoms([1], "age", [1])
+    assert d.q('[:find ?v :where [_ :age ?v]]') == set()
+
+
+@pytest.mark.parametrize("nan", [float("nan"), Decimal("NaN")])
+def test_nan_is_refused(nan):
+    d = Database()
+    d.transact('[{:db/ident :x :db/valueType :db.type/double} '
+               '{:db/ident :d :db/valueType :db.type/bigdec} '
+               '{:db/ident :xs :db/valueType :db.type/double :db/cardinality :db.cardinality/many}]')
+    attr = ":x" if isinstance(nan, float) else ":d"
+    with pytest.raises(SchemaError, match="NaN"):
+        d.transact([{attr: nan}])
+    with pytest.raises(SchemaError, match="NaN"):  # else: two "equal" datoms in one set
+        d.transact([[":db/add", "e", ":xs", float("nan")], [":db/add", "e", ":xs", float("nan")]])
+    with pytest.raises(SchemaError, match="NaN"):
+        d.load_datoms(np.array([1, 2]), ":xs", np.array([1.0, np.nan]))
+    assert len(d.store.datoms.contents()) == 1  # the schema transaction's instant only
+
+
+def test_failed_transactions_do_not_grow_the_interner():
+    d = Database()
+    d.transact('[{:db/ident :name :db/valueType :db.type/string :db/unique :db.unique/value}]')
+    d.transact([{":name": "Ann"}])
+    size = len(d.store.interner)
+    for i in range(50):
+        with pytest.raises(SchemaError):
+            d.transact([{":name": f"new-{i}"}, {":name": "Ann"}])  # unique value clash
+        with pytest.raises(SchemaError):
+            d.load_datoms(np.array([5, 6]), ":name", np.array([f"x{i}", f"x{i}"]))
+    assert len(d.store.interner) == size
+    r = d.transact([{":db/id": "b", ":name": "Bob"}])  # ids handed out later are sound
+    assert d.q('[:find ?n . :in $ ?e :where [?e :name ?n]]', r.tempids["b"]) == "Bob"
+    assert d.q('[:find (count ?n) . :where [_ :name ?n]]') == 2
+
+
+def test_interner_find_does_not_insert():
+    d = Database()
+    it = d.store.interner
+    size = len(it)
+    assert it.find("nobody stored this") == -1 and it.find(Keyword(":nope")) == -1
+    assert it.find(12) == it.encode(12) and it.find([1, {2}]) == -1
+    assert len(it) == size
