@@ -402,13 +402,29 @@ class Database:
         """``(t, instant, n_datoms)`` of every transaction in the log, in order."""
         return self.log.transactions()
 
-    def pull(self, pattern: Any, eid: int) -> dict:
-        """Pull ``pattern`` (EDN text or data) from entity ``eid`` (``queries.pull``)."""
+    def pull(self, pattern: Any, eid: Any) -> dict | None:
+        """Pull ``pattern`` (EDN text or Python data) from entity ``eid``, an entity id or
+        a lookup ref ``[":attr", value]`` (``queries.pull``); None when a lookup ref names
+        no entity.
+
+        >>> db = Database()
+        >>> _ = db.transact('[{:db/ident :name :db/valueType :db.type/string '
+        ...                 ':db/unique :db.unique/identity}]')
+        >>> _ = db.transact([{":name": "Ann"}, {":name": "Bob"}])
+        >>> db.pull('[[:name :as "who"]]', [":name", "Ann"])
+        {'who': 'Ann'}
+        >>> db.pull_many([":name"], [[":name", "Bob"], [":name", "Zed"]])
+        [{Keyword(':name'): 'Bob'}, None]
+        """
+        return self.pull_many(pattern, [eid])[0]
+
+    def pull_many(self, pattern: Any, eids: Any) -> list:
+        """``[db.pull(pattern, e) for e in eids]``, the pattern parsed once."""
         from queries.parse import parse_pull
         from queries.pull import pull
+        p = parse_pull(pattern)
         with self.store.lock:
-            return pull(self.store, int(eid), parse_pull(loads(pattern) if isinstance(pattern, str)
-                                                         else pattern))
+            return [pull(self.store, e, p) for e in eids]
 
     def _writable(self, what: str) -> None:
         if self.read_only:

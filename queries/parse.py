@@ -266,9 +266,12 @@ def _rule(x: Any) -> Rule:
 
 def _pull_attr(x: Any, form: Any) -> PullAttr:
     opts: dict[str, Any] = {}
-    if isinstance(x, EdnList) and x and x[0] in ("limit", "default") and len(x) == 3:
+    if isinstance(x, EdnList) and x and isinstance(x[0], Symbol) and len(x) == 3 \
+            and x[0] in ("limit", "default"):
         x, opts = x[1], {":" + x[0]: x[2]}  # legacy (limit :attr 10) / (default :attr v)
-    elif isinstance(x, EdnList) and x and len(x) % 2 == 1:
+    elif isinstance(x, (list, tuple)) and x and len(x) % 2 == 1:
+        # Datomic's [:attr :limit 10 :as "x"], the older (:attr :limit 10); a vector that
+        # is a map key was read as a tuple
         pairs = iter(x[1:])
         opts = {str(k): v for k, v in zip(pairs, pairs)}
         x = x[0]
@@ -284,7 +287,9 @@ def _pull_attr(x: Any, form: Any) -> PullAttr:
 
 
 def parse_pull(pattern: Any) -> PullPattern:
-    """Parse a pull pattern: attributes, ``*``, reverse refs, nested maps, options.
+    """Parse a pull pattern: attributes, ``*``, reverse refs, nested maps, options
+    (``[:attr :limit n :default v :as key]``, also in the older forms ``(:attr :limit n)``
+    and ``(limit :attr n)``).
 
     >>> p = parse_pull('[:person/name {:movie/_cast [:movie/title]} (:trivia :limit 2)]')
     >>> p
@@ -293,10 +298,18 @@ def parse_pull(pattern: Any) -> PullPattern:
     (':movie/cast', True)
     """
     data = _read(pattern)
-    if isinstance(data, list) and any(type(x) is str or (isinstance(x, dict) and any(
-            type(k) is str for k in x)) for x in data):  # Python data: ":attr" strings
+    if not isinstance(pattern, str) and _plain_strings(data):  # Python data: ":attr" strings
         data = _from_python(data)
     return _pull(data)
+
+
+def _plain_strings(x: Any) -> bool:
+    """Whether ``x`` holds a plain ``str`` (Python data; read EDN has keywords)."""
+    if type(x) is str:
+        return True
+    if isinstance(x, dict):
+        return any(_plain_strings(k) or _plain_strings(v) for k, v in x.items())
+    return isinstance(x, (list, tuple)) and any(_plain_strings(v) for v in x)
 
 
 def _pull(data: Any) -> PullPattern:

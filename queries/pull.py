@@ -6,7 +6,8 @@ Supports attributes, ``*``, ``:db/id``, reverse references (``:movie/_cast``), n
 ``{":db/id": eid}``; cardinality-one attributes as one value, cardinality-many as a list.
 Keys are keywords (equal to their ``":ns/name"`` text).
 
-Relies on ``indexes.eav`` and ``queries.ast``; used by ``queries.compile``.
+Relies on ``indexes.eav``, ``queries.ast``, ``queries.parse`` (patterns given as data) and
+``queries.transact`` (lookup refs); used by ``queries.compile`` and ``Database.pull``.
 """
 
 from __future__ import annotations
@@ -16,24 +17,46 @@ from typing import Any
 from indexes.eav import EavStore
 from queries.ast import PullAttr, PullJoin, PullPattern, PullRecursion, PullWildcard
 from queries.edn import Keyword
+from queries.parse import parse_pull
+from queries.transact import entity_id
 
 __all__ = ["pull"]
 
 DB_ID = Keyword(":db/id")
 
 
-def pull(store: EavStore, eid: int, pattern: PullPattern, kind: str = "prev",
-         _seen: frozenset = frozenset()) -> dict[Keyword, Any]:
+def pull(store: EavStore, eid: Any, pattern: Any, kind: str = "prev",
+         _seen: frozenset = frozenset()) -> dict[Keyword, Any] | None:
     """Pull ``pattern`` from entity ``eid``.
+
+    Parameters
+    ----------
+    store : the datoms.
+    eid : an entity id, or a lookup ref ``[":attr", value]`` of a unique attribute.
+    pattern : a parsed ``PullPattern``, or a pattern as EDN text or Python data (a
+        pattern given as a query input, ``(pull ?e ?pattern)``, is parsed here).
+    kind : the store's view to read (``"prev"``, ``"curr"``).
+
+    Returns
+    -------
+    dict, or None when a lookup ref names no entity (as DataScript's ``pull``).
 
     >>> from queries.database import Database
     >>> db = Database()
     >>> _ = db.transact('[{:db/ident :name :db/valueType :db.type/string '
-    ...                 ':db/cardinality :db.cardinality/one}]')
+    ...                 ':db/unique :db.unique/identity}]')
     >>> r = db.transact([{":db/id": "a", ":name": "Ann"}])
     >>> pull(db.store, r.tempids["a"], PullPattern((PullAttr(":name"),)))
     {Keyword(':name'): 'Ann'}
+    >>> pull(db.store, [":name", "Ann"], '[[:name :as "n"]]'), pull(db.store, [":name", "X"], [":name"])
+    ({'n': 'Ann'}, None)
     """
+    if not isinstance(pattern, PullPattern):
+        pattern = parse_pull(pattern)
+    if type(eid) is not int:
+        eid = entity_id(store, eid, kind)
+        if eid < 0:
+            return None
     out: dict[Keyword, Any] = {}
     for item in pattern.items:
         if isinstance(item, PullWildcard):
@@ -45,7 +68,7 @@ def pull(store: EavStore, eid: int, pattern: PullPattern, kind: str = "prev",
             _put(out, store, eid, item.attr, item.pattern, pattern, kind, _seen)
         elif isinstance(item, PullAttr):
             if item.attr == DB_ID:
-                out[Keyword(item.alias) if item.alias else DB_ID] = eid
+                out[item.alias if item.alias is not None else DB_ID] = eid
             else:
                 _put(out, store, eid, item, None, pattern, kind, _seen)
     return out
@@ -63,7 +86,7 @@ def _put(out: dict, store: EavStore, eid: int, attr: PullAttr, sub: Any,
         is_ref, many = schema.value_type == "ref", schema.many
     if attr.limit is not None:
         values = values[: attr.limit]
-    key = Keyword(attr.alias) if attr.alias is not None else Keyword(attr.key)
+    key = attr.alias if attr.alias is not None else Keyword(attr.key)  # :as "x" keys "x"
     if not values:
         if attr.default is not None:
             out[key] = attr.default.value

@@ -28,7 +28,7 @@ from queries.edn import Keyword, Tagged
 from wcoj.zset import ZSet
 from wcoj.errors import CasError, SchemaError
 
-__all__ = ["resolve", "bulk"]
+__all__ = ["resolve", "bulk", "entity_id"]
 
 _SCHEMA_KEYS = {":db/ident", ":db/valueType", ":db/cardinality", ":db/unique", ":db/doc",
                 ":db/isComponent", ":db/index", ":db/fulltext", ":db/noHistory",
@@ -176,6 +176,26 @@ def _expand(store: EavStore, data: list) -> list[tuple]:
         else:
             raise SchemaError(f"bad transaction form {form!r}")
     return ops
+
+
+def entity_id(store: EavStore, x: Any, kind: str = "prev") -> int:
+    """The entity an id or a lookup ref names: ``x`` itself for an int, the entity whose
+    unique attribute has the value for ``[":attr", value]``, -1 when none has it.
+
+    Raises ``SchemaError`` for a lookup ref of an attribute that is not unique or a value
+    of the wrong type, ``UnknownAttributeError`` for an unknown attribute.
+    """
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return int(x)
+    if not (isinstance(x, (list, tuple)) and len(x) == 2):
+        raise SchemaError(f"bad entity {x!r}; expected an entity id or a lookup ref [attr value]")
+    attr = str(_kw(x[0]))
+    schema = store.attribute(attr)
+    if schema.unique is None:
+        raise SchemaError(f"lookup ref {list(x)}: {attr} is not a unique attribute")
+    vid = store.interner.find(_check_value(schema, x[1]))
+    ids = store.entity_ids(attr, vid, kind) if vid >= 0 else ()
+    return int(ids[0]) if len(ids) else -1
 
 
 def _lookup_like(v: Any) -> bool:

@@ -123,3 +123,66 @@ def test_interner_find_does_not_insert():
     assert it.find("nobody stored this") == -1 and it.find(Keyword(":nope")) == -1
     assert it.find(12) == it.encode(12) and it.find([1, {2}]) == -1
     assert len(it) == size
+
+
+# ---------------------------------------------------------------------------- pull
+
+@pytest.fixture
+def band():
+    d = Database()
+    d.transact('''[{:db/ident :name :db/valueType :db.type/string :db/unique :db.unique/identity}
+                   {:db/ident :aka :db/valueType :db.type/string :db/cardinality :db.cardinality/many}
+                   {:db/ident :member :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}]''')
+    d.transact([{":db/id": "p", ":name": "Petr", ":aka": ["Devil", "Tupen"]},
+                {":db/id": "b", ":name": "Band", ":member": ["p"]}])
+    return d
+
+
+@pytest.mark.parametrize("pattern", [
+    '[:name [:aka :limit 1] [:missing :default "none"]]',     # Datomic's vector options
+    '[:name (:aka :limit 1) (:missing :default "none")]',     # the older list form
+    '[:name (limit :aka 1) (default :missing "none")]',       # the oldest one
+    [":name", [":aka", ":limit", 1], [":missing", ":default", "none"]],  # Python data
+])
+def test_pull_attribute_options(band, pattern):
+    band.transact('[{:db/ident :missing :db/valueType :db.type/string}]')
+    # Datomic: {:name "Petr" :aka ["Devil"] :missing "none"}
+    assert band.pull(pattern, [":name", "Petr"]) == {":name": "Petr", ":aka": ["Devil"],
+                                                     ":missing": "none"}
+
+
+def test_pull_as_keys_are_the_given_value(band):
+    # DataScript's test-pull-as: [[:name :as "Name"] [:aka :as :alias]] ->
+    # {"Name" "Petr", :alias ["Devil" "Tupen"]}
+    got = band.pull('[[:name :as "Name"] [:aka :as :alias] [:db/id :as "id"]]', [":name", "Petr"])
+    assert got == {"Name": "Petr", Keyword(":alias"): ["Devil", "Tupen"],
+                   "id": band.q('[:find ?e . :where [?e :name "Petr"]]')}
+    assert {type(k) for k in got} == {str, Keyword}
+    nested = band.pull('[{[:member :as "who"] [[:name :as "n"]]}]', [":name", "Band"])
+    assert nested == {"who": [{"n": "Petr"}]}
+
+
+def test_pull_with_lookup_refs_and_pull_many(band):
+    petr = band.q('[:find ?e . :where [?e :name "Petr"]]')
+    assert band.pull("[:name]", petr) == band.pull("[:name]", [":name", "Petr"]) \
+        == band.pull([":name"], (":name", "Petr")) == {":name": "Petr"}
+    # DataScript: pull of a lookup ref that names nothing is nil
+    assert band.pull_many('[:name]', [[":name", "Band"], petr, [":name", "Nobody"]]) == [
+        {":name": "Band"}, {":name": "Petr"}, None]
+    with pytest.raises(SchemaError, match="not a unique attribute"):
+        band.pull('[:name]', [":aka", "Devil"])
+    with pytest.raises(SchemaError, match="does not match"):
+        band.pull('[:name]', [":name", 3])
+
+
+def test_pull_pattern_as_a_query_input_parses_and_pulls(band):
+    from queries.ast import FindPull, Var
+    from queries.parse import parse_query
+    from queries.pull import pull
+    q = parse_query('[:find (pull ?e ?p) . :in $ ?p :where [?e :name "Petr"]]')
+    (elem,) = q.find.elements
+    assert isinstance(elem, FindPull) and elem.pattern == Var("?p")
+    # the evaluator's hook: the input's value goes to pull as it is, text or data
+    petr = band.q('[:find ?e . :where [?e :name "Petr"]]')
+    assert pull(band.store, petr, '[[:aka :limit 1]]') == pull(band.store, petr, [[":aka", ":limit", 1]]) \
+        == {":aka": ["Devil"]}
