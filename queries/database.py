@@ -62,7 +62,7 @@ from queries.ast import (
 from queries.circuits import CompiledView, Groups, Unsupported, compile_view
 from queries.compile import Evaluator, JoinPlan, _ref_vars, bind_inputs, find_rows
 from queries.edn import Keyword, Symbol, loads
-from queries.functions import compare
+from queries.functions import Registry, compare
 from queries.history import MemoryLog, as_of_store, history_store, resolve_t, since_store
 from queries.parse import check_rules, parse_query
 from queries.transact import bulk, resolve
@@ -315,7 +315,8 @@ class Database:
     log (``queries.history``), and each transaction entity has its ``:db/txInstant``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, registry: Registry | None = None) -> None:
+        self.registry = registry if registry is not None else Registry()
         self.store = EavStore(Keyword)
         self.store.install(Attribute(TX_INSTANT, "instant"))
         self.views: dict[str, View] = {}
@@ -356,11 +357,12 @@ class Database:
 
     # ------------------------------------------------------------------ time travel
     @classmethod
-    def _value(cls, store: EavStore, log: Any, label: str) -> Database:
+    def _value(cls, store: EavStore, log: Any, label: str, registry: Registry | None = None) -> Database:
         """A read-only database over ``store`` (``q`` and pull work; nothing else)."""
         db = cls.__new__(cls)
         db.store, db.views, db._names, db.n_tx, db.log = store, {}, itertools.count(), 0, log
         db.read_only, db._last_instant = label, None
+        db.registry = registry if registry is not None else Registry()
         return db
 
     def as_of(self, t: Any) -> Database:
@@ -376,13 +378,15 @@ class Database:
         """
         with self.store.lock:
             t = resolve_t(self.log, t)
-            return self._value(as_of_store(self.store, self.log, t), self.log, f"as_of t={t}")
+            return self._value(as_of_store(self.store, self.log, t), self.log, f"as_of t={t}",
+                               self.registry)
 
     def since(self, t: Any) -> Database:
         """The datoms live now that transactions after ``t`` asserted (read-only)."""
         with self.store.lock:
             t = resolve_t(self.log, t)
-            return self._value(since_store(self.store, t), self.log, f"since t={t}")
+            return self._value(since_store(self.store, t), self.log, f"since t={t}",
+                               self.registry)
 
     def history(self) -> Database:
         """Every assertion and retraction (read-only). Patterns of five terms
@@ -396,7 +400,8 @@ class Database:
         [(1, False), (1, True), (2, True)]
         """
         with self.store.lock:
-            return self._value(history_store(self.store, self.log), self.log, "history")
+            return self._value(history_store(self.store, self.log), self.log, "history",
+                               self.registry)
 
     def transactions(self) -> list[tuple[int, datetime, int]]:
         """``(t, instant, n_datoms)`` of every transaction in the log, in order."""
@@ -432,8 +437,26 @@ class Database:
                                 f"read-only; use the database it came from")
 
     # ------------------------------------------------------------------ queries
+    def register_function(self, name: str, fn: Any) -> None:
+        """Let this database's queries call the Python callable ``fn`` as ``name``
+        (``[(name ?x) ?y]``, ``[(name ?x)]``); see ``queries.functions.Registry``. Query
+        text only names it: nothing is ever imported or evaluated from a query.
+
+        >>> db = Database()
+        >>> db.register_function("initial", lambda s: s[:1])
+        >>> db.registry.functions["initial"]("Ann")
+        'A'
+        """
+        self.registry.register_function(name, fn)
+
+    def register_aggregate(self, name: str, fn: Any) -> None:
+        """Let ``:find`` use ``(name ?x)``, computed as ``fn(values)`` over each group's
+        bag of values (``(name c ?x)`` calls ``fn(c, values)``); see ``register_function``.
+        """
+        self.registry.register_aggregate(name, fn)
+
     def _parse(self, query: Any) -> Query:
-        return query if isinstance(query, Query) else parse_query(query)
+        return query if isinstance(query, Query) else parse_query(query, registry=self.registry)
 
     def _evaluator(self, kind: str, query: Query, inputs: tuple) -> Evaluator:
         ev = Evaluator(self.store, kind, (), _ref_vars(query.where, self.store))

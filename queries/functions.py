@@ -9,7 +9,11 @@ false instead of raising, so ``[(< ?x 3)]`` over mixed values simply drops those
 The database functions ``get-else``, ``get-some`` and ``missing?`` need the store and live in
 the compiler.
 
-Relies on nothing of ours; used by ``queries.compile``.
+``Registry`` holds the functions and aggregates a program registers by name (one per
+``Database``); ``call`` and ``aggregate`` take it.
+
+Relies on ``queries.ast`` (the built-in aggregates' names); used by ``queries.compile``,
+``queries.circuits`` and ``queries.database``.
 
 >>> call("str", ["a", 1, None]), call("quot", [7, 2]), call("<", [1, 2, 3])
 ('a1', 3, True)
@@ -25,9 +29,10 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from queries.ast import AGGREGATES
 from wcoj.errors import QueryError
 
-__all__ = ["FUNCTIONS", "DB_FUNCTIONS", "call", "is_known", "compare", "aggregate"]
+__all__ = ["FUNCTIONS", "DB_FUNCTIONS", "Registry", "call", "is_known", "compare", "aggregate"]
 
 DB_FUNCTIONS = {"get-else", "get-some", "missing?"}
 
@@ -145,8 +150,70 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 
 
-def is_known(name: str) -> bool:
-    return name in FUNCTIONS or name in DB_FUNCTIONS
+def is_known(name: str, registry: Registry | None = None) -> bool:
+    """Whether ``name`` is a built-in function, a database function or one ``registry``
+    holds."""
+    return name in FUNCTIONS or name in DB_FUNCTIONS or (
+        registry is not None and name in registry.functions)
+
+
+class Registry:
+    """Functions and aggregates a program registers by name, for its queries to call.
+
+    Query text only *names* a function; the name is looked up in the dicts filled here
+    (built-ins first) and never resolved any other way: no import, no eval. Each
+    ``Database`` owns one (``db.registry``, filled by ``db.register_function`` and
+    ``db.register_aggregate``), and the evaluator passes it to :func:`call` and
+    :func:`aggregate`. A name that is neither built in nor registered is an error, as
+    before.
+
+    A function gets the decoded arguments of the call. An aggregate gets the bag of its
+    group's values (a list), after the constant arguments written before the variable:
+    ``(top 3 ?x)`` calls ``top(3, values)``.
+
+    >>> reg = Registry()
+    >>> reg.register_function("shout", lambda s: s.upper() + "!")
+    >>> reg.register_aggregate("spread", lambda xs: max(xs) - min(xs))
+    >>> call("shout", ["hi"], reg), aggregate("spread", None, [3, 9, 4], reg)
+    ('HI!', 6)
+    >>> call("shout", ["hi"])
+    Traceback (most recent call last):
+    ...
+    wcoj.errors.QueryError: unknown function shout; known: !=, *, +, ...
+    """
+
+    def __init__(self, functions: dict[str, Callable[..., Any]] | None = None,
+                 aggregates: dict[str, Callable[..., Any]] | None = None) -> None:
+        self.functions: dict[str, Callable[..., Any]] = {}
+        self.aggregates: dict[str, Callable[..., Any]] = {}
+        for name, fn in (functions or {}).items():
+            self.register_function(name, fn)
+        for name, fn in (aggregates or {}).items():
+            self.register_aggregate(name, fn)
+
+    def __repr__(self) -> str:
+        return f"Registry(functions={sorted(self.functions)}, aggregates={sorted(self.aggregates)})"
+
+    def register_function(self, name: str, fn: Callable[..., Any]) -> None:
+        """Let queries call ``fn`` as ``name`` in predicates and function clauses."""
+        self._check(name, fn, FUNCTIONS.keys() | DB_FUNCTIONS, "function")
+        self.functions[name] = fn
+
+    def register_aggregate(self, name: str, fn: Callable[..., Any]) -> None:
+        """Let ``:find`` use ``(name ?x)`` (``fn(values)``) or ``(name c ?x)``
+        (``fn(c, values)``)."""
+        self._check(name, fn, AGGREGATES, "aggregate")
+        self.aggregates[name] = fn
+
+    @staticmethod
+    def _check(name: Any, fn: Any, builtin: Any, what: str) -> None:
+        if not (isinstance(name, str) and name and not name.startswith((":", "?", "$"))):
+            raise QueryError(f"a {what} name is a symbol's text such as 'my-fn' or "
+                             f"'my.ns/fn', got {name!r}")
+        if name in builtin:
+            raise QueryError(f"{name} is a built-in {what}; register it under another name")
+        if not callable(fn):
+            raise QueryError(f"{what} {name}: expected a callable, got {type(fn).__name__}")
 
 
 def compare(a: Any, b: Any) -> int:
@@ -174,8 +241,9 @@ def _rank(x: Any) -> int:
     return 5
 
 
-def call(name: str, args: list[Any]) -> Any:
-    """Apply the built-in ``name`` to decoded ``args``.
+def call(name: str, args: list[Any], registry: Registry | None = None) -> Any:
+    """Apply the built-in ``name``, or the function ``registry`` holds under that name,
+    to decoded ``args``.
 
     Raises
     ------
@@ -183,8 +251,11 @@ def call(name: str, args: list[Any]) -> Any:
         An unknown function, or a function that fails on these arguments.
     """
     fn = FUNCTIONS.get(name)
+    if fn is None and registry is not None:
+        fn = registry.functions.get(name)
     if fn is None:
-        raise QueryError(f"unknown function {name}; known: " + ", ".join(sorted(FUNCTIONS)))
+        known = sorted(FUNCTIONS) + (sorted(registry.functions) if registry else [])
+        raise QueryError(f"unknown function {name}; known: " + ", ".join(known))
     try:
         return fn(*args)
     except QueryError:
@@ -212,8 +283,10 @@ def _variance(xs: list[Any]) -> float:
     return sum((x - mean) ** 2 for x in xs) / len(xs)
 
 
-def aggregate(name: str, n: int | None, values: list[Any]) -> Any:
-    """One aggregate over the bag ``values`` of one group (Datomic semantics).
+def aggregate(name: str, n: Any, values: list[Any], registry: Registry | None = None) -> Any:
+    """One aggregate over the bag ``values`` of one group (Datomic semantics); a name
+    that is not built in is looked up in ``registry`` (see :class:`Registry`), and ``n``,
+    when not None, is the constant argument written before the variable.
 
     ``variance`` and ``stddev`` are the population forms; ``median`` of an even count is
     the mean of the middle two; ``(sample n ?x)`` takes ``n`` distinct values, ``(rand n
@@ -225,6 +298,14 @@ def aggregate(name: str, n: int | None, values: list[Any]) -> Any:
     ([2, 3], 2.5)
     """
     import random
+    if name not in AGGREGATES and registry is not None and name in registry.aggregates:
+        fn = registry.aggregates[name]
+        try:
+            return fn(values) if n is None else fn(n, values)
+        except QueryError:
+            raise
+        except (TypeError, ValueError, ZeroDivisionError, AttributeError) as e:
+            raise QueryError(f"aggregate {name} failed: {e}") from e
     if name == "count":
         return len(values)
     if name == "count-distinct":

@@ -202,7 +202,7 @@ def _arity(form: Any, expected: int, got: int, message: str) -> ArityMismatchErr
 
 # ---------------------------------------------------------------------------- find, rules, pull
 
-def _find_elem(x: Any) -> Any:
+def _find_elem(x: Any, registry: Any = None) -> Any:
     if _is_sym(x, "?"):
         return FindVar(Var(str(x)))
     if isinstance(x, EdnList) and x and isinstance(x[0], Symbol):
@@ -214,9 +214,15 @@ def _find_elem(x: Any) -> Any:
                              f"got {len(args)} arguments in {_edn(x)}")
             pattern = Var(str(args[1])) if _is_sym(args[1], "?") else _pull(args[1])
             return FindPull(_var(args[0], x), pattern, src)
+        if name not in AGGREGATES and registry is not None and name in registry.aggregates:
+            if not 1 <= len(args) <= 2 or (len(args) == 2 and _is_sym(args[0], "?")):
+                raise _arity(_edn(x), 1, len(args), f"aggregate {name} takes a variable, or "
+                             f"a constant and a variable, got {_edn(x)}")
+            return FindAggregate(name, tuple(Const(a) for a in args[:-1]) + (_var(args[-1], x),))
         if name not in AGGREGATES:
             raise _fail(f"unknown aggregate {name} in {_edn(x)}; known: "
-                        + ", ".join(sorted(AGGREGATES)))
+                        + ", ".join(sorted(AGGREGATES) + sorted(getattr(
+                            registry, "aggregates", ()))))
         takes_n = AGGREGATES[name]
         if not 1 <= len(args) <= (2 if takes_n else 1):
             what = "a variable" + (" or a count n and a variable" if takes_n else "")
@@ -229,21 +235,21 @@ def _find_elem(x: Any) -> Any:
     raise _fail(f"bad :find element {_edn(x)}; expected ?x, (aggregate ?x) or (pull ?e [...])")
 
 
-def _find_spec(items: list[Any]) -> FindSpec:
+def _find_spec(items: list[Any], registry: Any = None) -> FindSpec:
     if not items:
         raise _fail(":find needs at least one element")
     if len(items) == 2 and items[1] == ".":
-        return FindScalar(_find_elem(items[0]))
+        return FindScalar(_find_elem(items[0], registry))
     if len(items) == 1 and isinstance(items[0], list):
         inner = items[0]
         if len(inner) == 2 and inner[1] == "...":
-            return FindColl(_find_elem(inner[0]))
+            return FindColl(_find_elem(inner[0], registry))
         if inner and all(e != "..." and e != "." for e in inner):
-            return FindTuple(tuple(_find_elem(e) for e in inner))
+            return FindTuple(tuple(_find_elem(e, registry) for e in inner))
     if any(isinstance(e, Symbol) and e in (".", "...") for e in items):
         raise _fail(f"bad find spec :find {_join(items)}; expected ?a ?b, [?a ...], "
                     "[?a ?b] or ?a .")
-    return FindRel(tuple(_find_elem(e) for e in items))
+    return FindRel(tuple(_find_elem(e, registry) for e in items))
 
 
 def _rule(x: Any) -> Rule:
@@ -540,7 +546,8 @@ def _sources(clauses: Iterable[Any]) -> Iterable[Any]:
             yield from _sources(c.clauses)
 
 
-def parse_query(text_or_data: Any, rules: Iterable[Rule] | None = None) -> Query:
+def parse_query(text_or_data: Any, rules: Iterable[Rule] | None = None,
+                registry: Any = None) -> Query:
     """Parse and check a Datomic query.
 
     Parameters
@@ -553,6 +560,8 @@ def parse_query(text_or_data: Any, rules: Iterable[Rule] | None = None) -> Query
         (``("<", "?y", 1990)``), as is a list that starts with ``"not"``, ``"or"``, ...
     rules : iterable of Rule, optional
         When given, rule calls are checked against these rules (see :func:`check_rules`).
+    registry : queries.functions.Registry, optional
+        Aggregates registered by name there are known too (``(my-agg ?x)``).
 
     Returns
     -------
@@ -594,7 +603,7 @@ def parse_query(text_or_data: Any, rules: Iterable[Rule] | None = None) -> Query
     if ":in" in s and not s[":in"]:
         raise _fail(":in needs at least one input")
     q = Query(
-        find=_find_spec(s[":find"]),
+        find=_find_spec(s[":find"], registry),
         where=tuple(_clause(c) for c in s.get(":where", ())),
         inputs=tuple(_input(x) for x in s[":in"]) if ":in" in s else (DEFAULT_SRC,),
         with_vars=tuple(_var(v, Symbol(":with")) for v in s.get(":with", ())),
