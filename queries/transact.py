@@ -1,15 +1,20 @@
 """Transaction data -> the datoms a transaction adds and retracts, checked against the schema.
 
-``resolve`` expands list and map forms, installs attributes (staged, so a failed transaction
-installs nothing), resolves tempids (strings, ``#db/id [:db.part/user -100]``, maps without
-``:db/id``; upserts through ``:db.unique/identity``), lookup refs, reverse attributes and
-nested maps, checks every value's type, and applies set semantics, cardinality-one
-replacement and uniqueness. It reads the store but changes nothing in it except reserving
-entity ids (which ``EavStore.rollback`` gives back). ``bulk`` applies the same rules to
-arrays of datoms (``Database.load_datoms``), vectorised.
+``resolve`` expands list and map forms into columns, installs attributes (staged, so a
+failed transaction installs nothing), checks and interns every value, and turns every
+entity reference into an int code: entity ids as they are, tempids (strings,
+``#db/id [:db.part/user -100]``, maps without ``:db/id``) and lookup refs as indexes into
+one dict each. Then, in bulk: lookup refs resolve with one index lookup per attribute,
+tempids upsert through ``:db.unique/identity`` values the same way or get fresh ids, and
+``queries.txrules.apply_rules`` applies set semantics, cardinality-one replacement and
+uniqueness to the rows in one numpy pass. ``bulk`` (``Database.load_datoms``) interns
+arrays with numpy and hands them to the same ``apply_rules``: the rules exist once.
 
-Relies on ``indexes.eav``, ``indexes.interner`` and ``queries.edn``; used by
-``queries.database``.
+It reads the store but changes nothing in it except reserving entity ids and interning
+values (a failed transaction gives both back: ``EavStore.transaction``).
+
+Relies on ``indexes.eav``, ``indexes.interner``, ``queries.edn`` and ``queries.txrules``;
+used by ``queries.database`` and ``queries.pull`` (``entity_id``).
 """
 
 from __future__ import annotations
@@ -21,14 +26,17 @@ from decimal import Decimal
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from indexes.eav import Attribute, EavStore
 from indexes.interner import BOOLEAN, TAG_SHIFT, ref_ids
 from queries.edn import Keyword, Tagged
-from wcoj.zset import ZSet
+from queries.txrules import apply_rules, owners
 from wcoj.errors import CasError, SchemaError
 
 __all__ = ["resolve", "bulk", "entity_id"]
+
+I64 = npt.NDArray[np.int64]
 
 _SCHEMA_KEYS = {":db/ident", ":db/valueType", ":db/cardinality", ":db/unique", ":db/doc",
                 ":db/isComponent", ":db/index", ":db/fulltext", ":db/noHistory",
@@ -119,63 +127,92 @@ def _check_value(attr: Attribute, v: Any) -> Any:
     return ok
 
 
-def _expand(store: EavStore, data: list) -> list[tuple]:
-    """Forms -> ``(op, e, attr, value)`` with ``op`` "add"/"retract"/"retractEntity"/"cas"
-    (whose value is ``(old, new)``)."""
-    ops: list[tuple] = []
+class _Forms:
+    """Transaction forms as columns: one row per ``[:db/add ...]``/``[:db/retract ...]``
+    (also the datoms of maps and the new value of ``:db/cas``), plus the rare forms
+    (``retractEntity``, ``cas`` checks) with the row they come before."""
+
+    def __init__(self) -> None:
+        self.added: list[bool] = []
+        self.es: list[Any] = []
+        self.attrs: list[str] = []
+        self.vs: list[Any] = []
+        self.retract_entity: list[tuple[int, Any]] = []   # (row, entity)
+        self.cas: list[tuple[int, Any]] = []              # (row of the new value, old value)
+
+    def add(self, added: bool, e: Any, attr: Any, v: Any) -> None:
+        self.added.append(added)
+        self.es.append(e)
+        self.attrs.append(attr)
+        self.vs.append(v)
+
+
+def _expand(store: EavStore, data: list) -> _Forms:
+    """Forms -> columns (``_Forms``); attribute installs are staged on the way."""
+    out = _Forms()
+    keys: dict[Any, tuple] = {}   # map key as written -> (attribute, reverse, schema)
+
+    def key_of(k: Any) -> tuple:
+        k = str(_kw(k))
+        kw = Keyword(k)
+        reverse = kw.name.startswith("_") and not store.has_attribute(k)
+        attr = (f":{kw.namespace}/{kw.name[1:]}" if kw.namespace else f":{kw.name[1:]}") \
+            if reverse else k
+        return attr, reverse, store.attribute(attr)
 
     def entity_map(m: dict) -> Any:
-        m = {str(_kw(k)): v for k, v in m.items()}
-        if ":db/ident" in m and ":db/valueType" in m:
-            _install(store, m)
+        if ":db/ident" in m and ":db/valueType" in m:   # Keyword keys equal their text
+            _install(store, {str(_kw(k)): v for k, v in m.items()})
             return None
         e = _tempid_key(m[":db/id"]) if ":db/id" in m else _TempId()
         if isinstance(e, list) and len(e) == 2:
             e = tuple(e)  # lookup ref
         for k, v in m.items():
-            if k in _SCHEMA_KEYS:
+            found = keys.get(k)
+            if found is None:
+                found = keys[k] = None if str(_kw(k)) in _SCHEMA_KEYS else key_of(k)
+            if found is None:
                 continue
-            kw = Keyword(k)
-            reverse = kw.name.startswith("_") and not store.has_attribute(k)
-            attr = (f":{kw.namespace}/{kw.name[1:]}" if kw.namespace else f":{kw.name[1:]}") \
-                if reverse else k
-            schema = store.attribute(attr)
+            attr, reverse, schema = found
             if isinstance(v, (set, frozenset)):
                 values = list(v)
-            elif isinstance(v, list) and not (schema.value_type == "ref" and _lookup_like(v)) \
-                    and (schema.many or schema.value_type == "ref"):
+            elif type(v) is list and (schema.many or schema.value_type == "ref") and \
+                    not (schema.value_type == "ref" and _lookup_like(v)):
                 values = v
             else:
-                values = [v]
+                values = (v,)
             for x in values:
                 if isinstance(x, dict):
                     x = entity_map(x)
                 if reverse:
-                    ops.append(("add", x, attr, e))
+                    out.add(True, x, attr, e)
                 else:
-                    ops.append(("add", e, attr, x))
+                    out.add(True, e, attr, x)
         return e
 
+    added, es, attrs, vs = out.added.append, out.es.append, out.attrs.append, out.vs.append
     for form in data:
-        if isinstance(form, dict):
+        n = len(form) if type(form) is list or isinstance(form, (list, tuple)) else 0
+        op = form[0] if n else None
+        if n == 4 and (op == ":db/add" or op == ":db/retract"):  # the common case: inlined
+            added(op == ":db/add")
+            es(form[1])
+            attrs(form[2])   # an ident as written; resolve looks each distinct one up once
+            vs(form[3])
+        elif isinstance(form, dict):
             entity_map(form)
-        elif isinstance(form, (list, tuple)) and form:
-            op = str(_kw(form[0]))
-            if op in (":db/add", ":db/retract") and len(form) == 4:
-                e = _tempid_key(form[1])
-                ops.append((op[4:], tuple(e) if isinstance(e, list) else e, str(_kw(form[2])),
-                            form[3]))
-            elif op in (":db/retractEntity", ":db.fn/retractEntity") and len(form) == 2:
-                ops.append(("retractEntity", form[1], None, None))
-            elif op in (":db/cas", ":db.fn/cas") and len(form) == 5:
-                ops.append(("cas", form[1], str(_kw(form[2])), (form[3], form[4])))
-            else:
-                raise SchemaError(f"bad transaction form {form!r}; expected [:db/add e a v], "
-                                  "[:db/retract e a v], [:db/retractEntity e], "
-                                  "[:db/cas e a old new] or a map")
+        elif n == 2 and op in (":db/retractEntity", ":db.fn/retractEntity"):
+            out.retract_entity.append((len(out.es), form[1]))
+        elif n == 5 and op in (":db/cas", ":db.fn/cas"):
+            out.cas.append((len(out.es), form[3]))
+            out.add(True, form[1], str(_kw(form[2])), form[4])
+        elif n:
+            raise SchemaError(f"bad transaction form {form!r}; expected [:db/add e a v], "
+                              "[:db/retract e a v], [:db/retractEntity e], "
+                              "[:db/cas e a old new] or a map")
         else:
             raise SchemaError(f"bad transaction form {form!r}")
-    return ops
+    return out
 
 
 def entity_id(store: EavStore, x: Any, kind: str = "prev") -> int:
@@ -194,8 +231,10 @@ def entity_id(store: EavStore, x: Any, kind: str = "prev") -> int:
     if schema.unique is None:
         raise SchemaError(f"lookup ref {list(x)}: {attr} is not a unique attribute")
     vid = store.interner.find(_check_value(schema, x[1]))
-    ids = store.entity_ids(attr, vid, kind) if vid >= 0 else ()
-    return int(ids[0]) if len(ids) else -1
+    if vid < 0 or kind != "prev":
+        ids = store.entity_ids(attr, vid, kind) if vid >= 0 else ()
+        return int(ids[0]) if len(ids) else -1
+    return int(owners(store, attr, np.array([vid]))[0])
 
 
 def _lookup_like(v: Any) -> bool:
@@ -203,91 +242,216 @@ def _lookup_like(v: Any) -> bool:
         and not isinstance(v[1], (list, dict))
 
 
-def resolve(store: EavStore, data: list):
-    """Resolve a transaction: ``(adds, retracts, tx, tempids, tx_data)``.
+# ---------------------------------------------------------------------------- entities
+class _Entities:
+    """Entity references -> int codes, resolved in bulk later: an entity id stays
+    itself (> 0); tempid ``i`` is ``-1 - 2i``; lookup ref ``j`` is ``-2 - 2j``."""
 
-    ``adds`` and ``retracts`` are ``(e, aid, v, tx)`` arrays ready for ``EavStore.stage``.
-    """
-    ops = _expand(store, list(data))
-    interner = store.interner
+    def __init__(self, store: EavStore) -> None:
+        self.store = store
+        self.tempids: dict[Any, int] = {}
+        self.refs: dict[tuple, int] = {}
+        self.ref_forms: list[tuple] = []
+        self.as_entity: set[int] = set()
+        self.next_eid = store.next_eid
 
-    def lookup(ref: tuple) -> int:
-        attr, value = str(_kw(ref[0])), ref[1]
-        schema = store.attribute(attr)
-        if schema.unique is None:
-            raise SchemaError(f"lookup ref {list(ref)}: {attr} is not a unique attribute")
-        ids = store.entity_ids(attr, interner.encode(_check_value(schema, value)))
-        if not len(ids):
-            raise SchemaError(f"lookup ref {list(ref)} matches no entity")
-        return int(ids[0])
-
-    # tempids: upsert through unique identity values, else fresh ids
-    tempids: dict[Any, int] = {}
-    as_entity = {e for op, e, _, _ in ops if _is_tempid(e)}
-    for op, e, attr, v in ops:
-        if op == "add" and _is_tempid(e) and e not in tempids:
-            schema = store.attribute(attr)
-            if schema.unique == "identity" and (schema.value_type != "ref" or not _is_tempid(v)):
-                ids = store.entity_ids(attr, interner.encode(_check_value(schema, v)))
-                if len(ids):
-                    tempids[e] = int(ids[0])
-    fresh = [e for e in dict.fromkeys(e for _, e, _, _ in ops if _is_tempid(e))
-             if e not in tempids]
-    for e, eid in zip(fresh, store.new_eids(len(fresh)).tolist()):
-        tempids[e] = eid
-
-    def entity(x: Any) -> int:
-        if _is_tempid(x):
-            return tempids[x]
-        if isinstance(x, (tuple, list)) and len(x) == 2:
-            return lookup(tuple(x))
-        if type(x) is int and x > 0:
-            if x >= store.next_eid:
+    def code(self, x: Any, entity: bool) -> int:
+        """The code of one entity reference; ``entity``: it is in the entity position."""
+        t = type(x)
+        if t is str or t is Tagged or t is _TempId:
+            if isinstance(x, Tagged):
+                x = _tempid_key(x)
+            i = self.tempids.get(x)
+            if i is None:
+                i = self.tempids[x] = len(self.tempids)
+            if entity:
+                self.as_entity.add(i)
+            return -1 - 2 * i
+        if (t is list or t is tuple) and len(x) == 2:
+            try:   # the ident as written: ":a" and Keyword(":a") are one key
+                key = (x[0], type(x[1]), x[1])
+                j = self.refs.get(key)
+            except TypeError:
+                raise SchemaError(f"bad lookup ref {list(x)}: its value must be a scalar") from None
+            if j is None:
+                j = self.refs[key] = len(self.ref_forms)
+                self.ref_forms.append((str(_kw(x[0])), x[1]))
+            return -2 - 2 * j
+        if t is int or (isinstance(x, np.integer) and t is not bool):
+            x = int(x)
+            if x <= 0:
+                raise SchemaError(f"bad entity {x!r}; expected an entity id, a tempid or a "
+                                  "lookup ref")
+            if x >= self.next_eid:
                 raise SchemaError(f"entity id {x} does not exist; use a tempid for new entities")
             return x
         raise SchemaError(f"bad entity {x!r}; expected an entity id, a tempid or a lookup ref")
 
-    def value(schema: Attribute, v: Any) -> int:
-        if schema.value_type == "ref":
-            key = _tempid_key(v) if isinstance(v, Tagged) else v
-            if _is_tempid(key):
-                if key not in as_entity:
-                    raise SchemaError(f"unknown tempid {key!r} used as the value of "
-                                      f"{schema.ident}: no entity in this transaction has it")
-                return interner.ref(tempids[key])
-            return interner.ref(entity(key))
-        return interner.encode(_check_value(schema, v))
+    def resolve_refs(self) -> I64:
+        """The entity of every lookup ref, one ``owners`` lookup per attribute."""
+        out = np.full(len(self.ref_forms), -1, dtype=np.int64)
+        by_attr: dict[str, list[int]] = {}
+        for j, (attr, _) in enumerate(self.ref_forms):
+            by_attr.setdefault(attr, []).append(j)
+        for attr, js in by_attr.items():
+            schema = self.store.attribute(attr)
+            if schema.unique is None:
+                raise SchemaError(f"lookup ref {list(self.ref_forms[js[0]])}: {attr} is not a "
+                                  "unique attribute")
+            find = self.store.interner.find
+            vids = np.array([find(_check_value(schema, self.ref_forms[j][1])) for j in js],
+                            dtype=np.int64)
+            out[js] = owners(self.store, attr, vids)   # a value never interned has none
+        missing = np.flatnonzero(out < 0)
+        if len(missing):
+            raise SchemaError(f"lookup ref {list(self.ref_forms[int(missing[0])])} matches no "
+                              "entity")
+        return out
 
+
+def _decode_codes(codes: I64, tempid_eids: I64, ref_eids: I64) -> I64:
+    """Entity ids of ``_Entities`` codes (a tempid not resolved yet stays -1)."""
+    out = codes.copy()
+    m = -codes - 1
+    tempid = (codes < 0) & (m % 2 == 0)
+    ref = (codes < 0) & (m % 2 == 1)
+    out[tempid] = tempid_eids[m[tempid] // 2]
+    out[ref] = ref_eids[m[ref] // 2]
+    return out
+
+
+# ---------------------------------------------------------------------------- resolve
+_REF = object()
+# value types whose values of one Python type need no check nor coercion
+_FAST: dict[str, Any] = {"string": str, "long": int, "bigint": int, "boolean": bool, "ref": _REF}
+
+def resolve(store: EavStore, data: list):
+    """Resolve a transaction: ``(adds, retracts, tx, tempids, tx_data)``.
+
+    ``adds`` and ``retracts`` are ``(e, aid, v, tx)`` arrays ready for ``EavStore.stage``.
+    Python walks the forms once, turning each into codes (one dict lookup per tempid,
+    lookup ref and attribute); lookup refs and upserts are then resolved with one index
+    lookup per attribute, and ``queries.txrules.apply_rules`` applies the rules.
+    """
+    forms = _expand(store, list(data))
+    interner = store.interner
+    ents = _Entities(store)
+    n = len(forms.es)
+    schemas: dict[str, Attribute] = {}
+    aid_of: dict[str, int] = {}
+    info: dict[Any, tuple] = {}   # an ident as written -> (ident, schema, aid, fast type)
+    e_codes, v_codes, aids, v_ent = [], [], [], []
+    code, encode, next_eid = ents.code, interner.encode, store.next_eid
+    for e, attr, v in zip(forms.es, forms.attrs, forms.vs):
+        found = info.get(attr)
+        if found is None:
+            ident = str(_kw(attr))
+            schema = schemas[ident] = store.attribute(ident)
+            aid_of[ident] = store.aid(ident)
+            found = info[attr] = (ident, schema, aid_of[ident], _FAST.get(schema.value_type))
+        ident, schema, aid, fast = found
+        e_codes.append(e if type(e) is int and 0 < e < next_eid else code(e, True))
+        aids.append(aid)
+        if fast is _REF:
+            v_codes.append(code(v, False))
+            v_ent.append(True)
+        else:
+            v_codes.append(encode(v if type(v) is fast else _check_value(schema, v)))
+            v_ent.append(False)
+    e_codes = np.array(e_codes, dtype=np.int64)
+    v_codes = np.array(v_codes, dtype=np.int64)
+    aids = np.array(aids, dtype=np.int64)
+    v_ent = np.array(v_ent, dtype=bool)
+    special = [(row, code(x, True)) for row, x in forms.retract_entity]
+    ref_eids = ents.resolve_refs()
+    tempid_eids = _tempids(store, ents, forms, e_codes, v_codes, v_ent, aids, schemas,
+                           aid_of, ref_eids)
+    e = _decode_codes(e_codes, tempid_eids, ref_eids)
+    v = np.where(v_ent, _decode_codes(v_codes, tempid_eids, ref_eids), v_codes)
     tx = store.new_tx()
-    want: dict[tuple[int, int, int], bool] = {}
-    idents: dict[int, str] = {}
-    for op, e, attr, v in ops:
-        if op == "retractEntity":
-            _retract_entity(store, entity(e), want, idents)
+    idents = {aid_of[a]: a for a in schemas}
+    rows = np.stack([e, aids, v], axis=1).reshape(-1, 3)
+    added = np.array(forms.added, dtype=bool)
+    seq = 2 * np.arange(n, dtype=np.int64)
+    _check_cas(store, forms, rows, ents, tempid_eids, idents)
+    if special:
+        extra = [_retract_entity(store, int(_decode_codes(np.array([c]), tempid_eids, ref_eids)[0]),
+                                 idents) for _, c in special]
+        rows = np.concatenate([rows] + extra)
+        added = np.concatenate([added] + [np.zeros(len(x), bool) for x in extra])
+        seq = np.concatenate([seq] + [np.full(len(x), 2 * row - 1) for (row, _), x in
+                                      zip(special, extra)])
+        order = np.argsort(seq, kind="stable")
+        rows, added = rows[order], added[order]
+    adds, retracts, tx_data = apply_rules(store, rows, added, idents, tx)
+    names = {(k if not isinstance(k, Tagged) else k.value[-1]): int(tempid_eids[i])
+             for k, i in ents.tempids.items() if not isinstance(k, _TempId)}
+    return adds, retracts, tx, names, tx_data
+
+
+def _tempids(store: EavStore, ents: _Entities, forms: _Forms, e_codes: I64, v_codes: I64,
+             v_ent: np.ndarray, aids: I64, schemas: dict, aid_of: dict, ref_eids: I64) -> I64:
+    """The entity of every tempid: upserted through a ``:db.unique/identity`` value it
+    asserts (the first such value that has an owner), else a fresh id."""
+    out = np.full(len(ents.tempids), -1, dtype=np.int64)
+    unknown = set(int(-c - 1) // 2 for c in v_codes[v_ent & (v_codes < 0) & (v_codes % 2 == 1)]
+                  .tolist()) - ents.as_entity
+    if unknown:
+        first = min(unknown)
+        key = next(k for k, i in ents.tempids.items() if i == first)
+        attr = forms.attrs[int(np.flatnonzero(v_ent & (v_codes == -1 - 2 * first))[0])]
+        raise SchemaError(f"unknown tempid {key!r} used as the value of {attr}: no entity in "
+                          "this transaction has it")
+    is_tempid = (e_codes < 0) & (e_codes % 2 == 1)
+    resolved_v = ~v_ent | (v_codes > 0) | ((v_codes < 0) & (v_codes % 2 == 0))
+    added = np.array(forms.added, dtype=bool)
+    hits = []   # (row, owner) of rows whose identity value has an owner
+    for attr, schema in schemas.items():
+        if schema.unique != "identity":
             continue
-        if op == "cas":
-            eid, schema = entity(e), store.attribute(attr)
-            if schema.many:
-                raise SchemaError(f":db/cas needs a cardinality-one attribute; {attr} is many")
-            current = store.value_ids(attr, eid).tolist()
-            if current != ([] if v[0] is None else [value(schema, v[0])]):
-                found = store.interner.decode_one(current[0]) if current else None
-                raise CasError(f":db/cas failed on entity {eid} {attr}: expected {v[0]!r}, found "
-                               f"{found!r}; the transaction was not applied", eid, attr, v[0], found)
-            idents[store.aid(attr)] = attr
-            want[(eid, store.aid(attr), value(schema, v[1]))] = True
-            continue
+        rows = np.flatnonzero(added & is_tempid & resolved_v & (aids == aid_of[attr]))
+        if len(rows):
+            vids = np.where(v_ent[rows], _decode_codes(v_codes[rows], out, ref_eids), v_codes[rows])
+            found = owners(store, attr, vids)
+            hits += zip(rows[found >= 0].tolist(), found[found >= 0].tolist())
+    for r, owner in sorted(hits, reverse=True):  # a tempid's first row is written last
+        out[(-int(e_codes[r]) - 1) // 2] = owner
+    fresh = np.flatnonzero(out < 0)
+    out[fresh] = store.new_eids(len(fresh))
+    return out
+
+
+def _check_cas(store: EavStore, forms: _Forms, rows: I64, ents: _Entities, tempid_eids: I64,
+               idents: dict) -> None:
+    """``[:db/cas e a old new]``: ``old`` must be the attribute's value now (None: no
+    value); its row asserts ``new``."""
+    for row, old in forms.cas:
+        eid, aid = int(rows[row, 0]), int(rows[row, 1])
+        attr = idents[aid]
         schema = store.attribute(attr)
-        aid = store.aid(attr)
-        idents[aid] = attr
-        want[(entity(e), aid, value(schema, v))] = op == "add"
-    return _datoms(store, want, idents, tx, tempids)
+        if schema.many:
+            raise SchemaError(f":db/cas needs a cardinality-one attribute; {attr} is many")
+        current = store.value_ids(attr, eid).tolist()
+        if old is None:
+            expected: list[int] = []
+        elif schema.value_type == "ref" and _is_tempid(old):
+            i = ents.tempids.get(old)
+            expected = [int(tempid_eids[i]) if i is not None else -1]
+        elif schema.value_type == "ref":
+            expected = [entity_id(store, old)]
+        else:
+            expected = [store.interner.find(_check_value(schema, old))]
+        if current != expected:
+            found = store.interner.decode_one(current[0]) if current else None
+            raise CasError(f":db/cas failed on entity {eid} {attr}: expected {old!r}, found "
+                           f"{found!r}; the transaction was not applied", eid, attr, old, found)
 
 
-def _retract_entity(store: EavStore, eid: int, want: dict, idents: dict) -> None:
-    """``[:db/retractEntity eid]``: retract every datom of the entity, every reference to
+def _retract_entity(store: EavStore, eid: int, idents: dict) -> I64:
+    """``[:db/retractEntity eid]``: rows of every datom of the entity, every reference to
     it, and, through ``:db/isComponent`` attributes, its components (recursively)."""
-    todo, seen = [eid], set()
+    todo, seen, out = [eid], set(), []
+    refs = [a for a, s in store.attributes.items() if s.value_type == "ref"]
     while todo:
         eid = todo.pop()
         if eid in seen:
@@ -296,60 +460,18 @@ def _retract_entity(store: EavStore, eid: int, want: dict, idents: dict) -> None
         for a in store.attributes_of(eid):
             schema, aid = store.attribute(a), store.aid(a)
             idents[aid] = a
-            for vid in store.value_ids(a, eid).tolist():
-                want[(eid, aid, vid)] = False
-                if schema.component and schema.value_type == "ref":
-                    todo.append(vid)  # a ref's id is its entity id
-        for a, schema in store.attributes.items():
-            if schema.value_type == "ref":
-                for x in store.entity_ids(a, store.interner.ref(eid)).tolist():
-                    idents[store.aid(a)] = a
-                    want[(x, store.aid(a), eid)] = False
-
-
-def _datoms(store: EavStore, want: dict, idents: dict, tx: int, tempids: dict):
-    keys = list(want)
-    rows = np.array(keys, dtype=np.int64).reshape(-1, 3)
-    have = store.tx_of(rows) >= 0
-    flags = np.array([want[k] for k in keys], dtype=bool)
-    add_rows = {k for k, h, f in zip(keys, have.tolist(), flags.tolist()) if f and not h}
-    ret_rows = {k for k, h, f in zip(keys, have.tolist(), flags.tolist()) if not f and h}
-    # cardinality one: one new value per (e, a), the old value is retracted
-    seen: dict[tuple[int, int], int] = {}
-    for (e, aid, vid), f in want.items():
-        schema = store.attribute(idents[aid])
-        if f and not schema.many:
-            if seen.setdefault((e, aid), vid) != vid:
-                a, b = store.interner.decode([seen[(e, aid)], vid]).tolist()
-                raise SchemaError(f"two values {a!r} and {b!r} for cardinality-one attribute "
-                                  f"{schema.ident} of entity {e} in one transaction")
-            for old in store.value_ids(schema.ident, e).tolist():
-                if old != vid:
-                    ret_rows.add((e, aid, old))
-    # uniqueness: a value of a unique attribute belongs to one entity
-    owner: dict[tuple[int, int], int] = {}
-    for e, aid, vid in add_rows:
-        schema = store.attribute(idents[aid])
-        if schema.unique is None:
-            continue
-        others = {int(x) for x in store.entity_ids(schema.ident, vid)} - {
-            x for x, a, v in ret_rows if a == aid and v == vid}
-        if owner.setdefault((aid, vid), e) != e or others - {e}:
-            shown = store.interner.decode_one(vid)
-            raise SchemaError(f"unique value {shown!r} of {schema.ident} already belongs to "
-                              f"entity {min(others - {e}) if others - {e} else owner[(aid, vid)]}"
-                              f"; cannot assert it for entity {e}")
-    adds = np.array([k + (tx,) for k in sorted(add_rows)], dtype=np.int64).reshape(-1, 4)
-    ret = sorted(ret_rows)
-    old_tx = store.tx_of(np.array(ret, dtype=np.int64).reshape(-1, 3))
-    retracts = np.array([k + (t,) for k, t in zip(ret, old_tx.tolist())],
-                        dtype=np.int64).reshape(-1, 4)
-    dec = store.interner.decode_one
-    tx_data = [(e, Keyword(idents[a]), dec(v), True) for e, a, v in sorted(add_rows)] + \
-              [(e, Keyword(idents[a]), dec(v), False) for e, a, v in ret]
-    names = {(k if not isinstance(k, Tagged) else k.value[-1]): v for k, v in tempids.items()
-             if not isinstance(k, _TempId)}
-    return adds, retracts, tx, names, tx_data
+            vids = store.value_ids(a, eid)
+            out.append(np.stack([np.full(len(vids), eid), np.full(len(vids), aid), vids], axis=1))
+            if schema.component and schema.value_type == "ref":
+                todo.extend(vids.tolist())  # a ref's id is its entity id
+        for a in refs:
+            xs = store.entity_ids(a, store.interner.ref(eid))
+            if len(xs):
+                aid = store.aid(a)
+                idents[aid] = a
+                out.append(np.stack([xs, np.full(len(xs), aid), np.full(len(xs), eid)], axis=1))
+    return np.concatenate(out).astype(np.int64).reshape(-1, 3) if out else \
+        np.zeros((0, 3), dtype=np.int64)
 
 
 # ---------------------------------------------------------------------------- bulk
@@ -376,53 +498,24 @@ def _bulk_values(store: EavStore, schema: Any, values: np.ndarray) -> np.ndarray
 
 
 def bulk(store: EavStore, e: np.ndarray, attrs: np.ndarray, values: np.ndarray):
-    """``(adds, retracts, tx)`` for ``Database.load_datoms``: the rules of ``resolve``
-    (set semantics, cardinality one, uniqueness) over arrays, by sorting and vectorised
-    index lookups."""
+    """``(adds, retracts, tx)`` for ``Database.load_datoms``: the values interned per
+    attribute with numpy, then the same rules as ``resolve`` (``apply_rules``)."""
     if e.size:
         store.new_eids(0)  # remember the counters, so a rollback restores them
         store.next_eid = max(store.next_eid, int(e.max()) + 1)
-    tx = store.new_tx()
-    adds, rets = [], []
     idents, inverse = np.unique(attrs.astype(str), return_inverse=True)
+    inverse = inverse.reshape(-1)
+    aids = np.empty(len(e), dtype=np.int64)
+    vids = np.empty(len(e), dtype=np.int64)
+    by_aid = {}
     for j, ident in enumerate(idents.tolist()):
         schema = store.attribute(ident)
-        m = inverse.reshape(-1) == j
-        ee, vv = e[m], _bulk_values(store, schema, values[m])
-        pairs = ZSet.from_arrays(np.stack([ee, vv], axis=1), arity=2).keys
-        rel = store.relation(ident)
-        if not schema.many:
-            first = np.concatenate(([True], pairs[1:, 0] != pairs[:-1, 0]))
-            if not first.all():
-                k = int(np.flatnonzero(~first)[0])
-                a, b = store.interner.decode(pairs[k - 1:k + 1, 1]).tolist()
-                raise SchemaError(f"two values {a!r} and {b!r} for cardinality-one attribute "
-                                  f"{ident} of entity {int(pairs[k, 0])} in one transaction")
-            view = rel.view("prev", (0, 1))
-            pos, old = view.propose(pairs[:, :1])
-            stale = np.stack([pairs[pos, 0], old], axis=1).reshape(-1, 2)
-            stale = stale[(old != pairs[pos, 1]) & (view.weight(stale) > 0)]
-            rets.append(np.insert(stale, 1, store.aid(ident), axis=1))
-        new = pairs[rel.view("prev", (0, 1)).weight(pairs) <= 0] if len(pairs) else pairs
-        if schema.unique is not None and len(new):
-            _check_unique(store, schema, new)
-        adds.append(np.insert(new, 1, store.aid(ident), axis=1))
-    add = np.concatenate(adds) if adds else np.zeros((0, 3), np.int64)
-    ret = np.concatenate(rets) if rets else np.zeros((0, 3), np.int64)
-    add = np.concatenate([add, np.full((len(add), 1), tx, np.int64)], axis=1)
-    ret = np.concatenate([ret, store.tx_of(ret)[:, None]], axis=1)
+        m = inverse == j
+        aids[m] = aid = store.aid(ident)
+        by_aid[aid] = ident
+        vids[m] = _bulk_values(store, schema, values[m])
+    tx = store.new_tx()
+    rows = np.stack([e.astype(np.int64), aids, vids], axis=1).reshape(-1, 3)
+    add, ret, _ = apply_rules(store, rows, np.ones(len(rows), dtype=bool), by_aid, tx,
+                              report=False)
     return add, ret, tx
-
-
-def _check_unique(store: EavStore, schema: Any, new: np.ndarray) -> None:
-    by_value = new[np.lexsort((new[:, 0], new[:, 1]))]
-    clash = by_value[1:, 1] == by_value[:-1, 1]
-    pos, owners = store.relation(schema.ident).view("prev", (1, 0)).propose(new[:, 1:2])
-    live = store.relation(schema.ident).view("prev", (1, 0)).weight(
-        np.stack([new[pos, 1], owners], axis=1).reshape(-1, 2)) > 0
-    other = live & (owners != new[pos, 0])
-    if clash.any() or other.any():
-        vid = int(by_value[1:][clash][0, 1]) if clash.any() else int(new[pos[other][0], 1])
-        shown = store.interner.decode_one(vid)
-        raise SchemaError(f"unique value {shown!r} of {schema.ident} would belong to two "
-                          f"entities")
