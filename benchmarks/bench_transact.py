@@ -12,6 +12,9 @@ datoms per second. Cases:
 ``upsert``       maps whose ``:p/key`` (unique identity) exists: n/2 maps of two datoms
 ``load_datoms``  the same as ``list-update`` through the array loader
 
+A second table times the rules alone: ``queries.transact.resolve`` (or ``bulk``) inside
+a transaction that is rolled back, without staging, committing or logging.
+
 To compare two versions, run this file from each tree (the header names the commit)::
 
     python -m benchmarks.bench_transact --sizes 1e3 1e4 --repeat 5
@@ -66,6 +69,25 @@ def _time(n: int, build, run, repeat: int) -> float:
     return float(np.median(times))
 
 
+def _time_resolve(n: int, case: str, repeat: int) -> float:
+    from queries.transact import bulk, resolve
+    times = []
+    for k in range(repeat + 1):
+        db, eids = _base(n)
+        if case == "load_datoms":
+            e, a, v = np.array(eids), np.full(n, ":p/n", dtype=object), -np.arange(n)
+            run = lambda: bulk(db.store, e, a, v)  # noqa: E731
+        else:
+            tx = _cases(n, eids)[case]()
+            run = lambda: resolve(db.store, tx)  # noqa: E731
+        with db.store.transaction():   # left without commit: rolled back
+            t0 = time.perf_counter()
+            run()
+            if k:
+                times.append((time.perf_counter() - t0) * 1e3)
+    return float(np.median(times))
+
+
 def main(argv=None) -> None:
     args = base_parser(__doc__.splitlines()[0], sizes=("1e3", "1e4")).parse_args(argv)
     print(header("bench_transact", args.seed))
@@ -78,6 +100,13 @@ def main(argv=None) -> None:
         ms = _time(n, lambda n, e: (np.array(e), -np.arange(n)),
                    lambda db, a: db.load_datoms(a[0], ":p/n", a[1]), args.repeat)
         row("load_datoms", n, fmt_ms(ms), f"{n / ms * 1e3:,.0f}")
+    print("\nthe rules alone (resolve / bulk, nothing staged)")
+    row = row_printer(["case", "n", "ms", "datoms/s"], [12, 7, 9, 10])
+    for n in args.sizes:
+        for case in ("list-new", "list-update", "list-ref", "retract", "map-new", "upsert",
+                     "load_datoms"):
+            ms = _time_resolve(n, case, args.repeat)
+            row(case, n, fmt_ms(ms), f"{n / ms * 1e3:,.0f}")
 
 
 if __name__ == "__main__":
