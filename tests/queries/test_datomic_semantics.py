@@ -237,3 +237,18 @@ def test_registered_names_run_in_queries(movies):
     movies.register_function("decade", lambda y: y - y % 10)
     assert movies.q('[:find (my/spread ?y) . :where [_ :year ?y]]') == 1995 - 1979
     assert movies.q('[:find [?d ...] :where [_ :year ?y] [(decade ?y) ?d]]') == [1970, 1980, 1990]
+
+
+def test_views_stay_right_when_a_failed_transaction_gives_interned_values_back():
+    d = Database()
+    d.transact('[{:db/ident :name :db/valueType :db.type/string}]')
+    d.transact([{":name": "Annabel"}])
+    shout = d.view('[:find ?s :where [_ :name ?n] [(str ?n "!") ?s]]')   # interns "...!"
+    d.view('[:find ?s :where [_ :name ?n] [(subs ?n 5) ?s]]')            # fails on "Al"
+    size = len(d.store.interner)
+    from wcoj.errors import QueryError
+    with pytest.raises(QueryError, match="subs"):
+        d.transact([{":name": "Al"}])   # the first view stepped and interned "Al!" first
+    assert len(d.store.interner) == size
+    d.transact([{":name": "Bobby"}])     # new values take the ids given back
+    assert shout.result() == d.q(shout.query) == {("Annabel!",), ("Bobby!",)}
