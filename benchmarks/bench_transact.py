@@ -76,10 +76,12 @@ def _time_resolve(n: int, case: str, repeat: int) -> float:
         db, eids = _base(n)
         if case == "load_datoms":
             e, a, v = np.array(eids), np.full(n, ":p/n", dtype=object), -np.arange(n)
-            run = lambda: bulk(db.store, e, a, v)  # noqa: E731
+            def run(db=db, e=e, a=a, v=v):
+                return bulk(db.store, e, a, v)
         else:
             tx = _cases(n, eids)[case]()
-            run = lambda: resolve(db.store, tx)  # noqa: E731
+            def run(db=db, tx=tx):
+                return resolve(db.store, tx)
         with db.store.transaction():   # left without commit: rolled back
             t0 = time.perf_counter()
             run()

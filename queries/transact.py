@@ -20,6 +20,7 @@ used by ``queries.database`` and ``queries.pull`` (``entity_id``).
 from __future__ import annotations
 
 import itertools
+import math
 import uuid
 from datetime import date, datetime, timezone
 from decimal import Decimal
@@ -103,7 +104,7 @@ def _check_value(attr: Attribute, v: Any) -> Any:
         ok = v
     elif t in ("double", "float") and type(v) in (float, int):
         ok = float(v)
-        if ok != ok:  # NaN is not equal to itself: a set of datoms could hold it twice
+        if math.isnan(ok):  # NaN equals nothing, itself included: a set could hold it twice
             raise SchemaError(f"NaN is not a valid value for attribute {attr.ident}: it "
                               "equals nothing, not even itself (Datomic cannot compare it)")
     elif t == "boolean" and type(v) is bool:
@@ -394,8 +395,8 @@ def _tempids(store: EavStore, ents: _Entities, forms: _Forms, e_codes: I64, v_co
     """The entity of every tempid: upserted through a ``:db.unique/identity`` value it
     asserts (the first such value that has an owner), else a fresh id."""
     out = np.full(len(ents.tempids), -1, dtype=np.int64)
-    unknown = set(int(-c - 1) // 2 for c in v_codes[v_ent & (v_codes < 0) & (v_codes % 2 == 1)]
-                  .tolist()) - ents.as_entity
+    unknown = {int(-c - 1) // 2 for c in v_codes[v_ent & (v_codes < 0) & (v_codes % 2 == 1)]
+               .tolist()} - ents.as_entity
     if unknown:
         first = min(unknown)
         key = next(k for k, i in ents.tempids.items() if i == first)

@@ -11,7 +11,7 @@ import pytest
 
 from queries.database import Database
 from queries.edn import Keyword, Symbol
-from wcoj.errors import SchemaError, UnknownAttributeError
+from wcoj.errors import QueryError, SchemaError, UnknownAttributeError
 
 
 @pytest.fixture
@@ -82,6 +82,12 @@ def test_a_plain_string_is_not_the_keyword_attribute():
     with pytest.raises(UnknownAttributeError, match="did you mean :age"):
         d.load_datoms([1], "age", [1])
     assert d.q('[:find ?v :where [_ :age ?v]]') == set()
+    d.transact([{":age": 3}])
+    for q in ([":find", "?v", ":where", ["?e", "age", "?v"]], '[:find ?v :where [?e "age" ?v]]'):
+        with pytest.raises(UnknownAttributeError, match="did you mean :age"):
+            d.q(q)
+    with pytest.raises(QueryError, match='bad attribute "age"'):
+        d.pull(["age"], 1)
 
 
 @pytest.mark.parametrize("nan", [float("nan"), Decimal("NaN")])
@@ -192,7 +198,6 @@ def test_pull_pattern_as_a_query_input_parses_and_pulls(band):
 
 def test_registered_functions_and_aggregates_are_looked_up_by_name_only():
     from queries.functions import Registry, aggregate, call, is_known
-    from wcoj.errors import QueryError
     reg = Registry(functions={"twice": lambda x: 2 * x},
                    aggregates={"spread": lambda xs: max(xs) - min(xs),
                                "top": lambda n, xs: sorted(xs)[-n:]})
@@ -214,7 +219,6 @@ def test_registered_functions_and_aggregates_are_looked_up_by_name_only():
 
 def test_database_registry_reaches_the_parser(movies):
     from queries.ast import Const, FindAggregate, Var
-    from wcoj.errors import QueryError
     q = '[:find (my/spread ?y) . :where [_ :year ?y]]'
     with pytest.raises(QueryError, match="unknown aggregate my/spread"):
         movies.q(q)
@@ -246,7 +250,6 @@ def test_views_stay_right_when_a_failed_transaction_gives_interned_values_back()
     shout = d.view('[:find ?s :where [_ :name ?n] [(str ?n "!") ?s]]')   # interns "...!"
     d.view('[:find ?s :where [_ :name ?n] [(subs ?n 5) ?s]]')            # fails on "Al"
     size = len(d.store.interner)
-    from wcoj.errors import QueryError
     with pytest.raises(QueryError, match="subs"):
         d.transact([{":name": "Al"}])   # the first view stepped and interned "Al!" first
     assert len(d.store.interner) == size

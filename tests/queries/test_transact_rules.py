@@ -3,7 +3,8 @@
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings, strategies as st
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from queries.database import Database
 from wcoj.errors import SchemaError
@@ -38,10 +39,10 @@ def _model(state: set, ops: list, tempids: dict) -> set:
                 raise SchemaError("two values for cardinality-one")
             rets |= {d for d in state if d[:2] == (e, a) and d[2] != v}
     for e, a, v in adds:
-        if a in (":key", ":mail"):
-            if any(d[1:] == (a, v) and d[0] != e for d in adds) or \
-                    any(d[1:] == (a, v) and d[0] != e and d not in rets for d in state):
-                raise SchemaError("unique")
+        if a in (":key", ":mail") and (
+                any(d[1:] == (a, v) and d[0] != e for d in adds)
+                or any(d[1:] == (a, v) and d[0] != e and d not in rets for d in state)):
+            raise SchemaError("unique")
     return (state - rets) | adds
 
 
