@@ -312,6 +312,8 @@ class _Entities:
 
 def _decode_codes(codes: I64, tempid_eids: I64, ref_eids: I64) -> I64:
     """Entity ids of ``_Entities`` codes (a tempid not resolved yet stays -1)."""
+    if not (codes < 0).any():
+        return codes
     out = codes.copy()
     m = -codes - 1
     tempid = (codes < 0) & (m % 2 == 0)
@@ -395,6 +397,8 @@ def _tempids(store: EavStore, ents: _Entities, forms: _Forms, e_codes: I64, v_co
     """The entity of every tempid: upserted through a ``:db.unique/identity`` value it
     asserts (the first such value that has an owner), else a fresh id."""
     out = np.full(len(ents.tempids), -1, dtype=np.int64)
+    if not len(out):
+        return out
     unknown = {int(-c - 1) // 2 for c in v_codes[v_ent & (v_codes < 0) & (v_codes % 2 == 1)]
                .tolist()} - ents.as_entity
     if unknown:

@@ -114,7 +114,7 @@ def apply_rules(store: EavStore, rows: I64, added: npt.NDArray[np.bool_], idents
     if report:  # tx_data in datom order, as before
         add, ret = _by_datom(add), _by_datom(ret)
     adds = np.concatenate([add, np.full((len(add), 1), tx, np.int64)], axis=1)
-    retracts = np.concatenate([ret, store.tx_of(ret)[:, None]], axis=1)
+    retracts = np.concatenate([ret, store.tx_of(ret)[:, None] if len(ret) else ret[:, :1]], axis=1)
     return adds, retracts, _tx_data(store, add, ret, idents) if report else []
 
 
@@ -148,9 +148,13 @@ def _replaced(store: EavStore, ident: str, want: I64) -> I64:
         return _NONE
     view = rel.view("prev", (0, 1))
     pos, old = view.propose(np.ascontiguousarray(want[:, :1]))
-    stale = np.stack([want[pos, 0], old], axis=1).reshape(-1, 2)
-    stale = stale[(old != want[pos, 2]) & (view.weight(stale) > 0)]
-    return np.insert(stale, 1, want[0, 1] if len(want) else 0, axis=1)
+    if not len(pos):
+        return _NONE
+    stale = np.empty((len(pos), 3), dtype=np.int64)
+    stale[:, 0], stale[:, 1], stale[:, 2] = want[pos, 0], want[0, 1], old
+    stale = stale[(old != want[pos, 2]) & (view.weight(stale[:, [0, 2]]) > 0)]
+    # one live value per entity, unless a value shows in several runs of the trie
+    return np.unique(stale, axis=0) if len(stale) > len(want) else stale
 
 
 def _check_unique(store: EavStore, ident: str, add: I64, ret: I64) -> None:
@@ -184,6 +188,8 @@ def _check_unique(store: EavStore, ident: str, add: I64, ret: I64) -> None:
 
 
 def _tx_data(store: EavStore, add: I64, ret: I64, idents: dict[int, str]) -> list[tuple[Any, ...]]:
+    if not len(add) and not len(ret):
+        return []
     kw = {aid: Keyword(ident) for aid, ident in idents.items()}
     dec = store.interner.decode
     out = [(e, kw[a], v, True) for (e, a), v in zip(add[:, :2].tolist(), dec(add[:, 2]).tolist())]
