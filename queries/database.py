@@ -452,6 +452,11 @@ class Database:
     def register_aggregate(self, name: str, fn: Any) -> None:
         """Let ``:find`` use ``(name ?x)``, computed as ``fn(values)`` over each group's
         bag of values (``(name c ?x)`` calls ``fn(c, values)``); see ``register_function``.
+
+        >>> db = Database()
+        >>> db.register_aggregate("my/spread", lambda xs: max(xs) - min(xs))
+        >>> db.registry.aggregates["my/spread"]([3, 9, 4])
+        6
         """
         self.registry.register_aggregate(name, fn)
 

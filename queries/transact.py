@@ -222,6 +222,13 @@ def entity_id(store: EavStore, x: Any, kind: str = "prev") -> int:
 
     Raises ``SchemaError`` for a lookup ref of an attribute that is not unique or a value
     of the wrong type, ``UnknownAttributeError`` for an unknown attribute.
+
+    >>> from queries.database import Database
+    >>> db = Database()
+    >>> _ = db.transact('[{:db/ident :k :db/valueType :db.type/string :db/unique :db.unique/value}]')
+    >>> e = db.transact([{":db/id": "x", ":k": "a"}]).tempids["x"]
+    >>> entity_id(db.store, [":k", "a"]) == e, entity_id(db.store, [":k", "zz"]), entity_id(db.store, 7)
+    (True, -1, 7)
     """
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
         return int(x)
