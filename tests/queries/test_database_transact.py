@@ -105,7 +105,7 @@ def test_nested_and_reverse_maps(db):
 
 def snapshot(db):
     return (db.store.datoms.contents(), {n: v.result() for n, v in db.views.items()},
-            db.store.next_eid, dict(db.store.attributes))
+            db.store.next_eid, dict(db.store.attributes), db.store.interner.marks())
 
 
 BAD = [
@@ -121,6 +121,15 @@ BAD = [
     ([[":db/add", 10 ** 6, ":age", 1]], SchemaError, "does not exist"),
     ('[{:db/ident :bad :db/valueType :db.type/nope}]', SchemaError, "unknown value type"),
     ('[[:db/add "a" :name "x"]', EdnSyntaxError, "line 1"),
+    # rules that moved to the vectorised pass (queries.txrules) refuse the same way
+    ([[":db/add", [":age", 30], ":name", "x"]], SchemaError, "not a unique attribute"),
+    ([[":db/retractEntity", [":name", "Nobody"]]], SchemaError, "matches no entity"),
+    ([{":db/id": "b", ":name": "Bob", ":email": "ann@x"}], SchemaError, "already belongs to"),
+    ([[":db/add", "b", ":name", "New"], [":db/add", "b", ":score", float("nan")]], SchemaError,
+     "NaN"),
+    ([[":db/add", True, ":age", 1]], SchemaError, "bad entity"),
+    ([[":db/add", "b", ":name", "Zed"], [":db/add", "b", ":friend", [":name", "Zed"]]],
+     SchemaError, "matches no entity"),   # lookup refs read the database before the transaction
 ]
 
 
