@@ -5,8 +5,9 @@
 unbound ``:find``/``:with`` variables, unsafe negation, ``or`` branches with different
 variables, pattern length, unknown aggregates, ``:keys`` length, rule arity.
 
-Relies on :mod:`queries.ast`, :mod:`queries.edn` and :mod:`wcoj.errors`; used by
-``Database.q``/``view`` and re-exported by :mod:`queries.ast`.
+Relies on :mod:`queries.ast`, :mod:`queries.edn`, :mod:`queries.pullspec` (pull patterns)
+and :mod:`wcoj.errors`; used by ``Database.q``/``view`` and re-exported by
+:mod:`queries.ast`.
 
 >>> parse_query('[:find ?t :where [?m :movie/title ?t]]').where[0].terms
 (?m, :movie/title, ?t)
@@ -21,11 +22,12 @@ from typing import Any
 from queries.ast import (
     AGGREGATES, DEFAULT_SRC, And, BindColl, BindRel, BindScalar, BindTuple, Blank, Const,
     FindAggregate, FindColl, FindPull, FindRel, FindScalar, FindSpec, FindTuple, FindVar,
-    FnCall, Not, NotJoin, Or, OrJoin, Pattern, Predicate, PullAttr, PullJoin, PullPattern,
-    PullRecursion, PullWildcard, Query, Rule, RuleCall, RulesVar, SrcVar, Term, Var, _edn,
+    FnCall, Not, NotJoin, Or, OrJoin, Pattern, Predicate, PullPattern, Query, Rule, RuleCall,
+    RulesVar, SrcVar, Term, Var, _edn,
     _join, _names, _union, _vars, bound_vars, free_vars,
 )
 from queries.edn import EdnList, Keyword, Symbol, hashable, loads
+from queries.pullspec import read_pull as _pull
 from wcoj.errors import ArityMismatchError, QueryError, UnboundVariableError
 
 __all__ = ["parse_query", "parse_rules", "parse_pull", "check_rules"]
@@ -270,28 +272,6 @@ def _rule(x: Any) -> Rule:
     return rule
 
 
-def _pull_attr(x: Any, form: Any) -> PullAttr:
-    opts: dict[str, Any] = {}
-    if isinstance(x, EdnList) and x and isinstance(x[0], Symbol) and len(x) == 3 \
-            and x[0] in ("limit", "default"):
-        x, opts = x[1], {":" + x[0]: x[2]}  # legacy (limit :attr 10) / (default :attr v)
-    elif isinstance(x, (list, tuple)) and x and len(x) % 2 == 1:
-        # Datomic's [:attr :limit 10 :as "x"], the older (:attr :limit 10); a vector that
-        # is a map key was read as a tuple
-        pairs = iter(x[1:])
-        opts = {str(k): v for k, v in zip(pairs, pairs)}
-        x = x[0]
-    if not isinstance(x, Keyword) or set(opts) - {":limit", ":default", ":as"}:
-        raise _fail(f"bad attribute {_edn(x)} in pull pattern {_edn(form)}")
-    limit = opts.get(":limit")
-    if limit is not None and not (type(limit) is int and limit >= 0):
-        raise _fail(f":limit must be a non-negative integer or nil in pull {_edn(form)}")
-    reverse = bool(x.namespace) and x.name.startswith("_")
-    attr = f":{x.namespace}/{x.name[1:]}" if reverse else str(x)
-    default = Const(hashable(opts[":default"])) if ":default" in opts else None
-    return PullAttr(attr, reverse, limit, default, opts.get(":as"))
-
-
 def parse_pull(pattern: Any) -> PullPattern:
     """Parse a pull pattern: attributes, ``*``, reverse refs, nested maps, options
     (``[:attr :limit n :default v :as key]``, also in the older forms ``(:attr :limit n)``
@@ -316,29 +296,6 @@ def _plain_strings(x: Any) -> bool:
     if isinstance(x, dict):
         return any(_plain_strings(k) or _plain_strings(v) for k, v in x.items())
     return isinstance(x, (list, tuple)) and any(_plain_strings(v) for v in x)
-
-
-def _pull(data: Any) -> PullPattern:
-    if not isinstance(data, list):
-        raise _fail(f"a pull pattern is a vector, found {_edn(data)}")
-    items: list[Any] = []
-    for x in data:
-        if x == "*" and isinstance(x, Symbol):
-            items.append(PullWildcard())
-        elif isinstance(x, dict):
-            for k, v in x.items():
-                if isinstance(v, list):
-                    sub: Any = _pull(v)
-                elif v == "..." and isinstance(v, Symbol):
-                    sub = PullRecursion()
-                elif type(v) is int and v >= 0:
-                    sub = PullRecursion(v)
-                else:
-                    raise _fail(f"bad sub-pattern {_edn(v)} for {_edn(k)} in pull {_edn(data)}")
-                items.append(PullJoin(_pull_attr(k, data), sub))
-        else:
-            items.append(_pull_attr(x, data))
-    return PullPattern(tuple(items))
 
 
 # ---------------------------------------------------------------------------- checks
