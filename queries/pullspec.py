@@ -19,13 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from queries.ast import (
-    Const,
-    PullAttr,
-    PullJoin,
-    PullPattern,
-    PullRecursion,
-    PullWildcard,
-    _edn,
+    Const, PullAttr, PullJoin, PullPattern, PullRecursion, PullWildcard, _edn,
 )
 from queries.edn import EdnList, Keyword, Symbol, hashable
 from wcoj.errors import QueryError
