@@ -85,13 +85,35 @@ def _install(store: EavStore, m: dict) -> None:
                      str(unique).split("/", 1)[1] if unique else None,
                      bool(m.get(":db/isComponent")))
     old = store.attributes.get(ident)
-    if old is not None and old.value_type != attr.value_type and store.relations.get(ident) \
-            is not None and len(store.relations[ident].contents()):
-        # Datomic refuses to alter :db/valueType; we allow it while no datom could disagree
-        raise SchemaError(f"attribute {ident}: cannot change :db/valueType from :db.type/"
-                          f"{old.value_type} to :db.type/{attr.value_type} while it has "
-                          "datoms; retract them first or install a new attribute")
+    if old is not None and old != attr:
+        _check_alteration(store, old, attr)
     store.stage_install(attr)
+
+
+def _check_alteration(store: EavStore, old: Attribute, new: Attribute) -> None:
+    """An altered attribute must hold for the datoms it has: the value type may change only
+    while it has none (Datomic refuses always), cardinality one and uniqueness only when
+    no entity has two values and no value two entities."""
+    rel = store.relations.get(old.ident)
+    z = rel.contents() if rel is not None else None
+    ev = z.keys[z.weights > 0] if z is not None else np.zeros((0, 2), dtype=np.int64)
+    if not len(ev):
+        return
+    if old.value_type != new.value_type:
+        raise SchemaError(f"attribute {old.ident}: cannot change :db/valueType from :db.type/"
+                          f"{old.value_type} to :db.type/{new.value_type} while it has "
+                          "datoms; retract them first or install a new attribute")
+    for col, what, now in ((0, "cardinality one", old.many and not new.many),
+                           (1, "a unique attribute", new.unique and not old.unique)):
+        ids = np.sort(ev[:, col])
+        two = np.flatnonzero(ids[1:] == ids[:-1]) if now else ()
+        if len(two):
+            x = int(ids[two[0]])
+            shown = x if col == 0 else repr(store.interner.decode_one(x))
+            raise SchemaError(f"attribute {old.ident} cannot become {what}: "
+                              + (f"entity {shown} has two values" if col == 0 else
+                                 f"the value {shown} belongs to two entities")
+                              + "; retract the extra datoms first")
 
 
 def _check_value(attr: Attribute, v: Any) -> Any:

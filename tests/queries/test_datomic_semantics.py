@@ -255,3 +255,19 @@ def test_views_stay_right_when_a_failed_transaction_gives_interned_values_back()
     assert len(d.store.interner) == size
     d.transact([{":name": "Bobby"}])     # new values take the ids given back
     assert shout.result() == d.q(shout.query) == {("Annabel!",), ("Bobby!",)}
+
+
+def test_cardinality_one_and_uniqueness_are_checked_against_the_data_when_altered():
+    d = Database()
+    d.transact('[{:db/ident :tag :db/valueType :db.type/string :db/cardinality :db.cardinality/many}]')
+    r = d.transact([{":db/id": "a", ":tag": ["x", "y"]}, {":db/id": "b", ":tag": ["x"]}])
+    a = r.tempids["a"]
+    with pytest.raises(SchemaError, match=f"cannot become cardinality one: entity {a} has two"):
+        d.transact('[{:db/ident :tag :db/valueType :db.type/string}]')
+    with pytest.raises(SchemaError, match="cannot become a unique attribute: the value 'x'"):
+        d.transact('[{:db/ident :tag :db/valueType :db.type/string '
+                   ':db/cardinality :db.cardinality/many :db/unique :db.unique/value}]')
+    assert d.store.attribute(":tag").many and d.store.attribute(":tag").unique is None
+    d.transact([[":db/retract", a, ":tag", "x"]])   # now each entity has one, each value one
+    d.transact('[{:db/ident :tag :db/valueType :db.type/string :db/unique :db.unique/identity}]')
+    assert d.pull("[:db/id]", [":tag", "y"]) == {":db/id": a}
