@@ -220,7 +220,8 @@ def _expand(store: EavStore, data: list) -> _Forms:
         if n == 4 and (op == ":db/add" or op == ":db/retract"):  # the common case: inlined
             added(op == ":db/add")
             es(form[1])
-            attrs(form[2])   # an ident as written; resolve looks each distinct one up once
+            a = form[2]   # an ident as written; resolve looks each distinct one up once
+            attrs(a if isinstance(a, str) else str(a))
             vs(form[3])
         elif isinstance(form, dict):
             entity_map(form)
