@@ -400,7 +400,8 @@ def resolve(store: EavStore, data: list):
     tempid_eids = _tempids(store, ents, forms, e_codes, v_codes, v_ent, aids, schemas,
                            aid_of, ref_eids)
     e = _decode_codes(e_codes, tempid_eids, ref_eids)
-    v = np.where(v_ent, _decode_codes(v_codes, tempid_eids, ref_eids), v_codes)
+    v = np.where(v_ent, _decode_codes(v_codes, tempid_eids, ref_eids), v_codes) \
+        if v_ent.any() else v_codes
     tx = store.new_tx()
     idents = {aid_of[a]: a for a in schemas}
     rows = np.stack([e, aids, v], axis=1).reshape(-1, 3)

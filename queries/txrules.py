@@ -91,17 +91,21 @@ def apply_rules(store: EavStore, rows: I64, added: npt.NDArray[np.bool_], idents
     """
     rows, added = _last_wins(np.asarray(rows, dtype=np.int64).reshape(-1, 3),
                              np.asarray(added, dtype=bool))
-    bounds = np.flatnonzero(np.diff(rows[:, 1], prepend=-1, append=-1))  # runs of one aid
+    if not len(rows) or rows[0, 1] == rows[-1, 1]:   # sorted by aid: one attribute
+        bounds = [0, len(rows)] if len(rows) else [0]
+    else:
+        bounds = np.flatnonzero(np.diff(rows[:, 1], prepend=-1, append=-1)).tolist()
     adds, rets = [_NONE], [_NONE]
-    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
         part, flag = rows[lo:hi], added[lo:hi]
         ident = idents[int(part[0, 1])]
         schema, rel = store.attribute(ident), store.relations.get(ident)
-        have = rel.view("prev", (0, 1)).weight(part[:, [0, 2]]) > 0 if rel is not None \
+        view = rel.view("prev", (0, 1)) if rel is not None else None   # e -> v
+        have = view.weight(part[:, [0, 2]]) > 0 if view is not None \
             else np.zeros(len(part), dtype=bool)
         add, ret = part[flag & ~have], part[~flag & have]
         if not schema.many:
-            stale = _replaced(store, ident, part[flag])
+            stale = _replaced(store, ident, part[flag], view)
             if len(stale) and len(ret):   # an old value may be retracted explicitly too
                 ret = np.unique(np.concatenate([ret, stale]), axis=0)
             elif len(stale):
@@ -121,8 +125,8 @@ def apply_rules(store: EavStore, rows: I64, added: npt.NDArray[np.bool_], idents
 def _last_wins(rows: I64, added: np.ndarray) -> tuple[I64, np.ndarray]:
     """One row per datom, the last of the transaction's rows for it; sorted by
     ``(aid, e, v)``."""
-    if not len(rows):
-        return _NONE, added[:0]
+    if len(rows) < 2:
+        return rows, added
     order = np.lexsort((rows[:, 2], rows[:, 0], rows[:, 1]))   # stable: equal rows keep order
     rows, added = rows[order], added[order]
     last = np.ones(len(rows), dtype=bool)
@@ -134,19 +138,18 @@ def _by_datom(rows: I64) -> I64:
     return rows[np.lexsort((rows[:, 2], rows[:, 1], rows[:, 0]))] if len(rows) > 1 else rows
 
 
-def _replaced(store: EavStore, ident: str, want: I64) -> I64:
+def _replaced(store: EavStore, ident: str, want: I64, view: Any) -> I64:
     """Cardinality one: the live values that ``want`` (one attribute's asserted rows,
-    sorted by entity) replaces; raises if an entity is given two values."""
+    sorted by entity) replaces; raises if an entity is given two values. ``view`` is the
+    attribute's ``prev`` view in ``(e, v)`` order (None: no datom yet)."""
     two = np.flatnonzero(want[1:, 0] == want[:-1, 0])
     if len(two):
         k = int(two[0])
         a, b = store.interner.decode(want[k:k + 2, 2]).tolist()
         raise SchemaError(f"two values {a!r} and {b!r} for cardinality-one attribute "
                           f"{ident} of entity {int(want[k, 0])} in one transaction")
-    rel = store.relations.get(ident)
-    if rel is None:
+    if view is None:
         return _NONE
-    view = rel.view("prev", (0, 1))
     pos, old = view.propose(np.ascontiguousarray(want[:, :1]))
     if not len(pos):
         return _NONE
