@@ -198,6 +198,14 @@ class CompiledView:
         finally:
             self.initial = False
 
+    def first_tick(self) -> ZSet:
+        """The rows over the committed state, leaving the circuit as it was before (so a
+        cached circuit answers ``q`` again, and holds no state between answers)."""
+        try:
+            return self.start()
+        finally:
+            self.root._state, self.root.time = None, 0
+
     def reads(self) -> set[str]:
         return set(self.relations)
 

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections import OrderedDict
 import time
 import warnings
 from dataclasses import dataclass
@@ -71,6 +72,7 @@ from wcoj.errors import QueryError, ReadOnlyError, SchemaError
 
 __all__ = ["Database", "View", "Report", "Change", "TX_INSTANT"]
 
+Q_CACHE = 64  # compiled circuits of q kept per database (least recently used first out)
 TX_INSTANT = ":db/txInstant"  # every transaction entity has one: its wall-clock instant
 
 class Change:
@@ -229,6 +231,25 @@ class View:
         self._staged = None
 
 
+def _plain(x: Any) -> bool:
+    """An input that compiles to the same circuit whatever the database holds: a string,
+    a number, or a short collection of them (no lookup refs)."""
+    if isinstance(x, (str, int, float, bool)) or x is None:
+        return not isinstance(x, str) or len(x) < 10_000
+    return (isinstance(x, (list, tuple, frozenset)) and len(x) <= 1_000
+            and all(isinstance(y, (str, int, float, bool)) for y in x)
+            and not (len(x) == 2 and isinstance(x[0], str) and x[0].startswith(":")))
+
+
+def _input_key(inputs: tuple) -> tuple:
+    """A hashable key of plain inputs that tells ``1``, ``1.0`` and ``True`` apart."""
+    def one(x: Any) -> Any:
+        if isinstance(x, (list, tuple, frozenset)):
+            return (type(x).__name__,) + tuple(one(y) for y in x)
+        return (type(x).__name__, x)
+    return tuple(one(x) for x in inputs)
+
+
 def _pulled(store: EavStore, query: Query, rows: list, kind: str) -> list:
     """Rows with each pull element's entity id replaced by its pulled map."""
     elems = query.find.elements
@@ -294,6 +315,7 @@ class Database:
         self._names = itertools.count()
         self.n_tx = 0
         self.log = MemoryLog()
+        self._circuits: OrderedDict = OrderedDict()  # q's compiled circuits (_cached)
         self.read_only: str | None = None   # what this value is, when it is one (as_of...)
         self._last_instant = datetime.fromtimestamp(0, timezone.utc)
 
@@ -332,7 +354,7 @@ class Database:
         """A read-only database over ``store`` (``q`` and pull work; nothing else)."""
         db = cls.__new__(cls)
         db.store, db.views, db._names, db.n_tx, db.log = store, {}, itertools.count(), 0, log
-        db.read_only, db._last_instant = label, None
+        db.read_only, db._last_instant, db._circuits = label, None, OrderedDict()
         return db
 
     def as_of(self, t: Any) -> Database:
@@ -399,15 +421,15 @@ class Database:
 
     def q(self, query: Any, *inputs: Any) -> Any:
         """Answer ``query`` (EDN text, Python data or a parsed ``Query``) once: the first
-        tick of the circuit a view of it would keep.
+        tick of the circuit a view of it would keep (compiled circuits are cached per
+        query text and inputs).
 
         Returns a set of tuples (relation find), a list (collection, or ``:keys``), a tuple,
         or a scalar; ``None`` for a tuple or scalar find that matched nothing.
         """
-        q = self._parse(query)
         with self.store.lock:
-            compiled = self._compile(q, inputs)
-            z = compiled.start()
+            q, compiled = self._cached(query, inputs)
+            z = compiled.first_tick()
             if compiled.aggregated:
                 groups = Groups(q, compiled.cols)
                 vals = [tuple(r) for r in self.store.interner.decode(z.keys).tolist()]
@@ -418,6 +440,25 @@ class Database:
             if any(isinstance(e, FindPull) for e in q.find.elements):
                 rows = _pulled(self.store, q, rows, "prev")
             return _shape(q, rows)
+
+    def _cached(self, query: Any, inputs: tuple) -> tuple[Query, CompiledView]:
+        """The parsed query and its circuit, from the cache when the query text and inputs
+        were seen with this schema. Inputs that may hold lookup refs (a list or tuple inside
+        them) are resolved at compile time, so those queries compile anew each time."""
+        key = None
+        if isinstance(query, str) and len(query) < 10_000 and all(_plain(x) for x in inputs):
+            key = (query, len(self.store.attributes), _input_key(inputs))
+            hit = self._circuits.get(key)
+            if hit is not None:
+                self._circuits.move_to_end(key)
+                return hit
+        q = self._parse(query)
+        compiled = self._compile(q, inputs)
+        if key is not None:
+            self._circuits[key] = (q, compiled)
+            if len(self._circuits) > Q_CACHE:
+                self._circuits.popitem(last=False)
+        return q, compiled
 
     def view(self, query: Any, *inputs: Any, name: str | None = None) -> View:
         """Register a view of ``query``: maintained by every later transaction."""

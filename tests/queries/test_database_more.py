@@ -69,3 +69,19 @@ def test_syms_and_tuple_keys():
     d.transact([{":a": 1}])
     assert d.q('[:find ?x :syms x :where [_ :a ?x]]') == [{"x": 1}]
     assert d.q('[:find [?x] :keys x :where [_ :a ?x]]') == {"x": 1}
+
+
+def test_q_caches_circuits_per_query_text_and_inputs():
+    d = Database()
+    d.transact('[{:db/ident :v :db/valueType :db.type/long :db/cardinality :db.cardinality/many}'
+               ' {:db/ident :b :db/valueType :db.type/boolean}]')
+    r = d.transact([[":db/add", "a", ":v", 1], [":db/add", "b", ":v", 2],
+                    [":db/add", "c", ":b", True]])
+    a, b, c = (r.tempids[x] for x in "abc")
+    q = '[:find ?e :in $ ?x :where [?e :v ?x]]'
+    assert d.q(q, 1) == {(a,)} and d.q(q, 2) == {(b,)}
+    assert d.q('[:find ?e :in $ ?x :where [?e :b ?x]]', True) == {(c,)}
+    assert d.q('[:find ?e :in $ ?x :where [?e :b ?x]]', 1) == set()  # 1 is not true
+    e = d.transact([[":db/add", "e", ":v", 1]]).tempids["e"]  # a cached circuit sees it
+    assert d.q(q, 1) == {(a,), (e,)}
+    assert len(d._circuits) == 4  # (q, 1), (q, 2), (b, True), (b, 1)
