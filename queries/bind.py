@@ -83,7 +83,7 @@ def query_vars(clauses: Iterable[Any], store: EavStore) -> tuple[set[str], set[s
     todo = list(clauses)
     while todo:
         c = todo.pop()
-        if isinstance(c, Pattern):
+        if isinstance(c, Pattern) and c.src.name == "$":
             t = c.terms
             if isinstance(t[0], Var):
                 refs.add(t[0].name)

@@ -50,7 +50,8 @@ from queries.clauses import (
 from queries.functions import DB_FUNCTIONS, FUNCTIONS, aggregate, call
 from queries.rewrite import rewrite
 from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
-from wcoj.errors import QueryError, UnboundVariableError
+from wcoj.config import RECURSION_LIMIT
+from wcoj.errors import CircuitError, NoFixedPointError, QueryError, UnboundVariableError
 from wcoj.generic_join import IncrementalGenericJoin
 from wcoj.operators import distinct_nested, incremental_join
 from wcoj.zset import ZSet
@@ -160,6 +161,7 @@ class CompiledView:
         self._rule_rels: dict[str, Rel] = {}
         self._table = table
         self._unit: Rel | None = None
+        self._recursive: set[str] = set()
         consts: dict[str, int] = {}
         start = None
         if table.vars:
@@ -194,7 +196,7 @@ class CompiledView:
                 if self._table.vars else {}
             if self._unit is not None:
                 given["unit"] = ZSet.from_rows([(0,)], arity=1)
-            return self.root.step(given)["out"]
+            return self._step(given)
         finally:
             self.initial = False
 
@@ -216,7 +218,20 @@ class CompiledView:
         if not given:
             return None
         undo = (self.root._state, self.root.time)  # states are immutable values
-        return self.root.step(given)["out"], undo
+        return self._step(given), undo
+
+    def _step(self, given: dict) -> ZSet:
+        try:
+            return self.root.step(given)["out"]
+        except CircuitError as e:
+            if "no fixed point" not in str(e):
+                raise
+            rules = sorted({n for n in self._recursive})
+            raise NoFixedPointError(
+                f"the recursive rules {', '.join(rules)} kept deriving new facts for "
+                f"{RECURSION_LIMIT:,} iterations without reaching a fixed point (a function "
+                f"such as inc in a recursive rule can derive values for ever); nothing "
+                f"changed") from None
 
     def undo(self, undo: Any) -> None:
         """Forget a step whose transaction failed (every node state is a persistent value)."""
@@ -315,7 +330,8 @@ class CompiledView:
         atoms, filters, _ = self.ev.atoms(patterns, self.consts)
         if len(atoms) != len(patterns):
             raise QueryError(f"internal: a pattern without variables in {patterns}")
-        decoded = {k: self.store.interner.decode_one(v) for k, v in self.consts.items()}
+        decoded = {k: self.store.interner.decode_one(v) if v >= 0 else None
+                   for k, v in self.consts.items()}  # -1: a value no datom holds
         filters += [self.ev.predicate_filter(x, decoded) for x in preds]
         out = sorted({t for _, terms in atoms for t in terms
                       if isinstance(t, str) and not t.startswith("_")})
@@ -442,7 +458,8 @@ class CompiledView:
             self._rule_rels[name] = self._rule_union(name, self.root, {})
             self.notes.append(f"rule {name}: union of its bodies at the root")
             return self._rule_rels[name]
-        child = self.root.child()
+        child = self.root.child(max_iterations=RECURSION_LIMIT)
+        self._recursive |= scc
         fbs = {n: child.delay(len(self.rules[n][0].params)) for n in sorted(scc)}
         env = {n: Rel(fb, _positions(len(self.rules[n][0].params))) for n, fb in fbs.items()}
         for n in sorted(scc):
