@@ -1,14 +1,18 @@
-"""Datalog -> DBSP circuits: the incremental form of views that are not plainly conjunctive.
+"""Datalog -> DBSP circuits: how every query runs (``q`` is the first tick, a view keeps it).
 
 ``compile_view`` turns a parsed query (with its rules and inputs) into a ``wcoj.circuit``
 circuit whose sources are the per-relation datom deltas of a transaction (Z-sets of
 ``(e, v)`` id pairs, and ``(e, a, v, tx)`` rows for attribute-variable patterns) and whose
-sink is the change of the view's set of ``:find`` (+ ``:with``) rows. Every intermediate
-stream carries rows of interned ids, one column per variable (``Rel``). The pieces:
+sink is the change of the set of ``:find`` (+ ``:with``) rows. Every intermediate stream
+carries rows of interned ids, one column per variable (``Rel``). Before wiring, clauses are
+rewritten (``queries.rewrite``): database functions and lookup-ref constants become
+patterns, ``not`` and ``or-join``; a ``not``'s variables bound only inside it are local.
+The pieces:
 
 * the data patterns of a clause list (with the predicates they bind) are one *core join*:
   an ``IncrementalGenericJoin`` over the store's relations wrapped as an operator
-  (``CoreJoin``): the whole batch at the first tick, the telescoping delta after;
+  (``CoreJoin``): the whole batch at the first tick, the telescoping delta after, reading
+  the ``prev``/``delta``/``curr`` views of the transaction that staged the deltas;
 * predicates and function expressions are linear row maps on decoded values (``RowMap``);
 * a join of two streams is the bilinear incremental join (``incremental_join``);
 * ``not`` is ``L - distinct(π_L(body evaluated from L))`` with ``L = distinct(left)``;
@@ -17,19 +21,17 @@ stream carries rows of interned ids, one column per variable (``Rel``). The piec
 * a recursive rule component is a child circuit: one ``z^-1`` feedback per rule, each
   rule's bodies summed and kept a set by ``distinct_nested`` (``distinct_trace``), the joins
   in the bodies nested (``join_lattice``); the child runs to a fixed point every
-  transaction and exports the change (like ``wcoj.recursion.closure``), so a retraction
-  removes exactly the facts that lost every derivation. Non-recursive rules are unions at
-  the root;
+  transaction (at most ``config.RECURSION_LIMIT`` iterations, else ``NoFixedPointError``)
+  and exports the change, so a retraction removes exactly the facts that lost every
+  derivation. Non-recursive rules are unions at the root;
+* a clause list that binds no variable carries one constant column (``UNIT_VAR``);
+* a collection of tuples given as a source (``:in $ $2``) is one more relation of the join;
 * aggregates keep per-group state (``Groups``): the group's rows, running integer sums;
-  a transaction recomputes only the groups it touches.
+  a transaction recomputes only the groups it touches. Pull is applied to the rows when
+  they are read.
 
-What cannot be compiled raises ``Unsupported`` with the reason, and the view falls back to
-recomputation (``queries.database.View``): pull in ``:find``, database functions
-(``get-else``, ``missing?``, ``get-some``), patterns without variables, lookup refs as
-pattern constants, other sources than ``$``.
-
-Relies on ``wcoj`` (circuit, operators, generic join) and ``queries.compile``; used by
-``queries.database`` and ``queries.plan``.
+Relies on ``wcoj`` (circuit, operators, generic join), ``queries.bind`` and
+``queries.rewrite``; used by ``queries.database`` and ``queries.plan``.
 """
 
 from __future__ import annotations

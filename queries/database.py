@@ -14,16 +14,15 @@ resolved, staged on every relation, every view computes its change, and only the
 everything committed; any error rolls all of it back and leaves the database and every view
 as they were.
 
-Views (``Database.view``) of conjunctive queries are ``IncrementalGenericJoin`` deltas (work
-proportional to the change). Views with ``not``, ``or``, rules (recursive too), aggregates,
-functions or collection inputs are DBSP circuits compiled by ``queries.circuits`` and
-stepped with each transaction's per-attribute deltas; a failed transaction restores their
-state. Only pull in ``:find`` and the database functions (``get-else``, ``missing?``,
-``get-some``) still make a view recompute on the staged state when a transaction touches an
-attribute it reads (``View.fallback`` says why). ``load_datoms``/``load_edges`` take numpy
+Every query compiles to one DBSP circuit (``queries.circuits``). ``q`` runs its first tick
+over the database (the compiled circuit is cached per query text and inputs); a view
+(``Database.view``) keeps the circuit and steps it with each transaction's per-attribute
+deltas, so its change costs work in proportion to the change: the multi-way join by the
+telescoping rule, rules as child circuits iterated to a fixed point, aggregates per touched
+group. A failed transaction restores every view. ``load_datoms``/``load_edges`` take numpy
 arrays as one transaction, without a Python loop per datom.
 
-Relies on ``indexes.eav``, ``queries.compile``, ``queries.parse``; the user-facing facade.
+Relies on ``indexes.eav``, ``queries.circuits``, ``queries.parse``; the user-facing facade.
 
 >>> db = Database()
 >>> _ = db.transact('''[{:db/ident :person/name :db/valueType :db.type/string
