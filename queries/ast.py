@@ -207,7 +207,8 @@ class FnCall(_Node):
 
 @dataclass(frozen=True, repr=False)
 class Not(_Node):
-    """``(not clause ...)``: every variable in it must be bound by the rest of the query."""
+    """``(not clause ...)``: its variables bound by the rest of the query join it, the
+    others are local to it (at least one must be bound)."""
 
     clauses: tuple[Any, ...]
     src: SrcVar = DEFAULT_SRC

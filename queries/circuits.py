@@ -1,14 +1,18 @@
-"""Datalog -> DBSP circuits: the incremental form of views that are not plainly conjunctive.
+"""Datalog -> DBSP circuits: how every query runs (``q`` is the first tick, a view keeps it).
 
 ``compile_view`` turns a parsed query (with its rules and inputs) into a ``wcoj.circuit``
 circuit whose sources are the per-relation datom deltas of a transaction (Z-sets of
 ``(e, v)`` id pairs, and ``(e, a, v, tx)`` rows for attribute-variable patterns) and whose
-sink is the change of the view's set of ``:find`` (+ ``:with``) rows. Every intermediate
-stream carries rows of interned ids, one column per variable (``Rel``). The pieces:
+sink is the change of the set of ``:find`` (+ ``:with``) rows. Every intermediate stream
+carries rows of interned ids, one column per variable (``Rel``). Before wiring, clauses are
+rewritten (``queries.rewrite``): database functions and lookup-ref constants become
+patterns, ``not`` and ``or-join``; a ``not``'s variables bound only inside it are local.
+The pieces:
 
 * the data patterns of a clause list (with the predicates they bind) are one *core join*:
   an ``IncrementalGenericJoin`` over the store's relations wrapped as an operator
-  (``CoreJoin``): the whole batch at the first tick, the telescoping delta after;
+  (``CoreJoin``): the whole batch at the first tick, the telescoping delta after, reading
+  the ``prev``/``delta``/``curr`` views of the transaction that staged the deltas;
 * predicates and function expressions are linear row maps on decoded values (``RowMap``);
 * a join of two streams is the bilinear incremental join (``incremental_join``);
 * ``not`` is ``L - distinct(π_L(body evaluated from L))`` with ``L = distinct(left)``;
@@ -17,19 +21,17 @@ stream carries rows of interned ids, one column per variable (``Rel``). The piec
 * a recursive rule component is a child circuit: one ``z^-1`` feedback per rule, each
   rule's bodies summed and kept a set by ``distinct_nested`` (``distinct_trace``), the joins
   in the bodies nested (``join_lattice``); the child runs to a fixed point every
-  transaction and exports the change (like ``wcoj.recursion.closure``), so a retraction
-  removes exactly the facts that lost every derivation. Non-recursive rules are unions at
-  the root;
+  transaction (at most ``config.RECURSION_LIMIT`` iterations, else ``NoFixedPointError``)
+  and exports the change, so a retraction removes exactly the facts that lost every
+  derivation. Non-recursive rules are unions at the root;
+* a clause list that binds no variable carries one constant column (``UNIT_VAR``);
+* a collection of tuples given as a source (``:in $ $2``) is one more relation of the join;
 * aggregates keep per-group state (``Groups``): the group's rows, running integer sums;
-  a transaction recomputes only the groups it touches.
+  a transaction recomputes only the groups it touches. Pull is applied to the rows when
+  they are read.
 
-What cannot be compiled raises ``Unsupported`` with the reason, and the view falls back to
-recomputation (``queries.database.View``): pull in ``:find``, database functions
-(``get-else``, ``missing?``, ``get-some``), patterns without variables, lookup refs as
-pattern constants, other sources than ``$``.
-
-Relies on ``wcoj`` (circuit, operators, generic join) and ``queries.compile``; used by
-``queries.database`` and ``queries.plan``.
+Relies on ``wcoj`` (circuit, operators, generic join), ``queries.bind`` and
+``queries.rewrite``; used by ``queries.database`` and ``queries.plan``.
 """
 
 from __future__ import annotations
@@ -40,27 +42,23 @@ from typing import Any
 import numpy as np
 
 from queries.ast import (
-    DEFAULT_SRC, Blank, Const, FindAggregate, FindPull, FnCall, Not, NotJoin, Or,
-    OrJoin, Pattern, Predicate, Query, Rule, RuleCall, Var, bound_vars, free_vars,
+    Blank, Const, FindAggregate, FnCall, Not, NotJoin, Or,
+    OrJoin, Pattern, Predicate, Query, Rule, RuleCall, Var, bound_vars, free_vars, required_vars,
 )
-from queries.clauses import _bind, _branch, _take_ready, _truthy, check_stratified
-from queries.compile import Evaluator, Table
+from queries.bind import Binder, Table
+from queries.clauses import (
+    _bind, _branch, _take_ready, _truthy, check_stratified, local_nots, rule_component, rule_deps,
+)
 from queries.functions import DB_FUNCTIONS, FUNCTIONS, aggregate, call
+from queries.rewrite import rewrite
 from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
-from wcoj.errors import QueryError, UnboundVariableError
+from wcoj.config import RECURSION_LIMIT
+from wcoj.errors import CircuitError, NoFixedPointError, QueryError, UnboundVariableError
 from wcoj.generic_join import IncrementalGenericJoin
 from wcoj.operators import distinct_nested, incremental_join
 from wcoj.zset import ZSet
 
-__all__ = ["Unsupported", "CompiledView", "compile_view", "Groups"]
-
-
-class Unsupported(QueryError):
-    """A query feature the circuit compiler does not handle; ``reason`` says which."""
-
-    def __init__(self, reason: str):
-        super().__init__(f"not compiled to a circuit: {reason}")
-        self.reason = reason
+__all__ = ["CompiledView", "compile_view", "Groups"]
 
 
 class Rel:
@@ -70,8 +68,8 @@ class Rel:
 
     def __init__(self, stream: Stream, vars_: Iterable[str]):
         self.stream, self.vars = stream, tuple(vars_)
-        if not self.vars:
-            raise Unsupported("a clause whose rows bind no variable")
+        if not self.vars:  # a stream of rows binding nothing carries one column, UNIT_VAR
+            raise QueryError("internal: a stream without columns")
 
     def __repr__(self) -> str:
         return f"Rel({' '.join(self.vars)})"
@@ -151,7 +149,7 @@ class RowMap(Operator):
 class CompiledView:
     """A view's circuit and how to feed it; ``notes`` describe the operators for explain."""
 
-    def __init__(self, ev: Evaluator, query: Query, table: Table, rules: list[Rule]):
+    def __init__(self, ev: Binder, query: Query, table: Table, rules: list[Rule]):
         self.ev, self.store, self.query = ev, ev.store, query
         self.rules: dict[str, list[Rule]] = {}
         for r in rules:
@@ -164,9 +162,8 @@ class CompiledView:
         self._imports: dict[tuple[int, int], Stream] = {}
         self._rule_rels: dict[str, Rel] = {}
         self._table = table
-        for e in query.find.elements:
-            if isinstance(e, FindPull):
-                raise Unsupported("pull in :find reads attributes per row")
+        self._unit: Rel | None = None
+        self._recursive: set[str] = set()
         consts: dict[str, int] = {}
         start = None
         if table.vars:
@@ -175,9 +172,10 @@ class CompiledView:
             src = self.root.source(len(table.vars), name="inputs")
             start = Rel(src, table.vars)
         self.consts = consts
-        where = self.conj(query.where, start, self.root, {})
+        clauses = local_nots(rewrite(query.where, self.store), list(table.vars))
+        where = self.conj(clauses, start, self.root, {})
         if where is None:
-            raise Unsupported("an empty :where")
+            raise QueryError(f"{query.edn()} has no :where and binds nothing from :in")
         elems = query.find.elements
         self.aggregated = any(isinstance(e, FindAggregate) for e in elems)
         cols = [e.var.name for e in elems]
@@ -198,9 +196,19 @@ class CompiledView:
         try:
             given = {"inputs": ZSet.from_rows(self._table.rows, arity=len(self._table.vars))} \
                 if self._table.vars else {}
-            return self.root.step(given)["out"]
+            if self._unit is not None:
+                given["unit"] = ZSet.from_rows([(0,)], arity=1)
+            return self._step(given)
         finally:
             self.initial = False
+
+    def first_tick(self) -> ZSet:
+        """The rows over the committed state, leaving the circuit as it was before (so a
+        cached circuit answers ``q`` again, and holds no state between answers)."""
+        try:
+            return self.start()
+        finally:
+            self.root._state, self.root.time = None, 0
 
     def reads(self) -> set[str]:
         return set(self.relations)
@@ -212,7 +220,20 @@ class CompiledView:
         if not given:
             return None
         undo = (self.root._state, self.root.time)  # states are immutable values
-        return self.root.step(given)["out"], undo
+        return self._step(given), undo
+
+    def _step(self, given: dict) -> ZSet:
+        try:
+            return self.root.step(given)["out"]
+        except CircuitError as e:
+            if "no fixed point" not in str(e):
+                raise
+            rules = sorted({n for n in self._recursive})
+            raise NoFixedPointError(
+                f"the recursive rules {', '.join(rules)} kept deriving new facts for "
+                f"{RECURSION_LIMIT:,} iterations without reaching a fixed point (a function "
+                f"such as inc in a recursive rule can derive values for ever); nothing "
+                f"changed") from None
 
     def undo(self, undo: Any) -> None:
         """Forget a step whose transaction failed (every node state is a persistent value)."""
@@ -234,20 +255,23 @@ class CompiledView:
         if s.circuit is c:
             return rel
         if c.parent is not s.circuit:
-            raise Unsupported("a stream nested two levels deep")
+            raise QueryError("internal: a stream nested two levels deep")
         key = (id(c), s.node_id)
         if key not in self._imports:
             self._imports[key] = c.import_(s)
         return Rel(self._imports[key], rel.vars)
 
     def project(self, rel: Rel, vars_: Iterable[str]) -> Rel:
-        vars_ = tuple(vars_)
+        vars_ = tuple(vars_) or (UNIT_VAR,)
         if vars_ == rel.vars:
             return rel
+        if vars_ == (UNIT_VAR,):
+            return Rel(rel.stream.map(lambda k: np.zeros((len(k), 1), dtype=np.int64),
+                                      arity=1), vars_)
         try:
             idx = [rel.vars.index(v) for v in vars_]
         except ValueError as e:
-            raise Unsupported(f"a branch does not bind {vars_}") from e
+            raise QueryError(f"a branch does not bind {' '.join(vars_)}") from e
         return Rel(rel.stream.map(lambda k, idx=idx: k[:, idx], arity=len(idx)), vars_)
 
     def distinct(self, rel: Rel) -> Rel:
@@ -263,6 +287,12 @@ class CompiledView:
         ib = b.stream.index_with([b.vars.index(v) for v in shared])
         out = incremental_join(ia, ib, fn=lambda k, cols=cols: k[:, cols], arity=len(cols))
         return Rel(out, a.vars + tuple(extra))
+
+    def unit(self) -> Rel:
+        """The relation of one row that binds nothing (its first tick holds the row)."""
+        if self._unit is None:
+            self._unit = Rel(self.root.source(1, name="unit"), (UNIT_VAR,))
+        return self._unit
 
     def row_map(self, rel: Rel, fn: Callable, vars_: Iterable[str]) -> Rel:
         vars_ = tuple(vars_)
@@ -286,20 +316,24 @@ class CompiledView:
             core = self.bring(self.core(patterns, pushed), c)
             cur = core if cur is None else self.join(cur, core)
         while rest:
-            cur = self.clause(_take_ready(rest, cur.vars if cur is not None else ()), cur, c, env)
+            if cur is None:  # start from a clause that binds something, if one is ready
+                first = next((x for x in rest if isinstance(x, (RuleCall, Or, OrJoin))
+                              and bound_vars(x) and not required_vars(x)), None)
+                if first is not None:
+                    rest.remove(first)
+                    cur = self.clause(first, None, c, env)
+                    continue
+                cur = self.bring(self.unit(), c)
+            cur = self.clause(_take_ready(rest, cur.vars), cur, c, env)
         return cur
 
     def core(self, patterns: list[Pattern], preds: list[Predicate]) -> Rel:
         """The patterns (and predicates on their variables) as one root ``CoreJoin``."""
-        for p in patterns:
-            if p.src != DEFAULT_SRC:
-                raise Unsupported(f"pattern {p} reads source {p.src}")
-            if any(isinstance(t, Const) and isinstance(t.value, (list, tuple)) for t in p.terms):
-                raise Unsupported(f"lookup ref constant in {p}")
         atoms, filters, _ = self.ev.atoms(patterns, self.consts)
         if len(atoms) != len(patterns):
-            raise Unsupported("a pattern without variables")
-        decoded = {k: self.store.interner.decode_one(v) for k, v in self.consts.items()}
+            raise QueryError(f"internal: a pattern without variables in {patterns}")
+        decoded = {k: self.store.interner.decode_one(v) if v >= 0 else None
+                   for k, v in self.consts.items()}  # -1: a value no datom holds
         filters += [self.ev.predicate_filter(x, decoded) for x in preds]
         out = sorted({t for _, terms in atoms for t in terms
                       if isinstance(t, str) and not t.startswith("_")})
@@ -313,7 +347,7 @@ class CompiledView:
 
     def clause(self, x: Any, cur: Rel | None, c: Circuit, env: dict[str, Rel]) -> Rel:
         if isinstance(x, (Predicate, FnCall)) and x.fn in DB_FUNCTIONS:
-            raise Unsupported(f"database function {x.fn} reads attributes per row")
+            raise QueryError(f"internal: database function {x.fn} was not rewritten")
         if isinstance(x, Predicate):
             return self.row_map(cur, self._filter(x, cur.vars), cur.vars)
         if isinstance(x, FnCall):
@@ -353,7 +387,7 @@ class CompiledView:
         if isinstance(x, RuleCall):
             call_rel = self._rule_call(x, c, env)
             return call_rel if cur is None else self.join(cur, call_rel)
-        raise Unsupported(f"clause {x}")
+        raise QueryError(f"cannot compile clause {x}")
 
     def _union(self, rels: list[Rel]) -> Rel:
         s = rels[0].stream
@@ -402,9 +436,9 @@ class CompiledView:
                     return []
                 if isinstance(a, Const) and vals[i] != a.value:
                     return []
-            return [tuple(ids[i] for i in keep)]
-        if not names:
-            raise Unsupported(f"rule call {x} binds no variable")
+            return [tuple(ids[i] for i in keep) or (0,)]
+        if not names:  # a ground call: does any fact match?
+            return self.project(self.row_map(rel, fn, [UNIT_VAR]), ())
         if not checks:  # plain variables and blanks: a rename or a vectorised projection
             if keep == list(range(len(x.args))):
                 return Rel(rel.stream, names)
@@ -416,19 +450,18 @@ class CompiledView:
         """The root stream of rule ``name``'s facts (its component compiled first)."""
         if name in self._rule_rels:
             return self._rule_rels[name]
-        ev = self.ev
-        ev.rules = self.rules  # _component/_deps read them
-        scc = ev._component(name)
-        for dep in sorted(ev._deps(scc) - scc):
+        scc = rule_component(self.rules, name)
+        for dep in sorted(rule_deps(self.rules, scc) - scc):
             self.rule_relation(dep)
         defs = [r for n in sorted(scc) for r in self.rules[n]]
         check_stratified(defs, scc)
-        recursive = len(scc) > 1 or name in ev._deps(scc)
+        recursive = len(scc) > 1 or name in rule_deps(self.rules, scc)
         if not recursive:
             self._rule_rels[name] = self._rule_union(name, self.root, {})
             self.notes.append(f"rule {name}: union of its bodies at the root")
             return self._rule_rels[name]
-        child = self.root.child()
+        child = self.root.child(max_iterations=RECURSION_LIMIT)
+        self._recursive |= scc
         fbs = {n: child.delay(len(self.rules[n][0].params)) for n in sorted(scc)}
         env = {n: Rel(fb, _positions(len(self.rules[n][0].params))) for n, fb in fbs.items()}
         for n in sorted(scc):
@@ -442,7 +475,7 @@ class CompiledView:
     def _rule_union(self, name: str, c: Circuit, env: dict[str, Rel]) -> Rel:
         parts = []
         for r in self.rules[name]:
-            body = self.conj(r.body, None, c, env)
+            body = self.conj(local_nots(rewrite(r.body, self.store), ()), None, c, env)
             params = [v.name for v in r.params]
             got = body.vars if body is not None else ()
             missing = [v for v in params if v not in got]
@@ -451,6 +484,9 @@ class CompiledView:
                                            "variable bound by the rule body")
             parts.append(Rel(self.project(body, params).stream, _positions(len(params))))
         return self.distinct(self._union(parts))
+
+
+UNIT_VAR = "#unit"  # the one column (always 0) of rows that bind no variable
 
 
 def _positions(n: int) -> tuple[str, ...]:
@@ -466,12 +502,13 @@ def _arg_getters(args: tuple, vars_: tuple) -> list[Callable]:
         elif isinstance(a, Const):
             out.append(lambda vals, v=a.value: v)
         else:
-            raise Unsupported(f"argument {a}")
+            raise QueryError(f"a function argument must be a variable or a constant, "
+                             f"found {a}")
     return out
 
 
-def compile_view(ev: Evaluator, query: Query, table: Table, rules: list[Rule]) -> CompiledView:
-    """Compile ``query`` into a circuit (not yet run); raises ``Unsupported``."""
+def compile_view(ev: Binder, query: Query, table: Table, rules: list[Rule]) -> CompiledView:
+    """Compile ``query`` into a circuit (not yet run)."""
     return CompiledView(ev, query, table, rules)
 
 

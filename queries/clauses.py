@@ -1,9 +1,9 @@
-"""Helpers over clauses that both Datalog evaluators share.
+"""Helpers over clauses that the query compiler and the oracle evaluator of the tests share.
 
 Branches of ``or``, the stratification check of negation, Datalog truthiness, picking the
 next clause whose variables are bound, and binding values to an ``:in`` or function
 binding form. Relies on ``queries.ast`` and ``queries.parse``; used by
-``queries.compile`` and ``queries.circuits``.
+``queries.circuits`` (and ``tests/queries/datalog_evaluator.py``).
 
 >>> from queries.ast import BindColl, BindScalar, Var
 >>> _bind(BindColl(BindScalar(Var("x"))), [1, 2])
@@ -17,12 +17,12 @@ from typing import Any
 
 from queries.ast import (
     And, BindColl, BindRel, BindScalar, BindTuple, Blank, Not, NotJoin, Or, OrJoin, RuleCall, Var,
-    required_vars,
+    bound_vars, free_vars, required_vars,
 )
 from queries.parse import _calls
 from wcoj.errors import QueryError, UnboundVariableError
 
-__all__ = ["check_stratified"]
+__all__ = ["check_stratified", "local_nots", "rule_component", "rule_deps"]
 
 
 def _branch(b: Any) -> tuple:
@@ -38,12 +38,64 @@ def check_stratified(rules: Iterable[Any], scc: set) -> None:
                                  f"{r}; negation through recursion cannot be stratified")
 
 
+def rule_deps(rules: dict[str, list[Any]], names: Iterable[str]) -> set[str]:
+    """The rules that the bodies of the rules ``names`` call."""
+    return {c.name for n in names for r in rules.get(n, ()) for c in _calls(r.body)}
+
+
+def rule_component(rules: dict[str, list[Any]], name: str) -> set[str]:
+    """The strongly connected component of rule ``name`` in the call graph: the rules it
+    calls that call it back (itself always)."""
+    def reach(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for d in rule_deps(rules, {todo.pop()}):
+                if d not in seen:
+                    seen.add(d)
+                    todo.append(d)
+        return seen
+    return {name} | {n for n in reach(name) if name in reach(n)}
+
+
 def _negated_calls(clauses: Iterable[Any]) -> Iterable[RuleCall]:
     for c in clauses:
         if isinstance(c, (Not, NotJoin)):
             yield from _calls(c.clauses)
         elif isinstance(c, (Or, OrJoin, And)):
             yield from _negated_calls(c.clauses)
+
+
+def local_nots(clauses: Iterable[Any], outer: Iterable[str]) -> list:
+    """``clauses`` with each ``not`` that has local variables as the ``not-join`` on the
+    variables bound outside it (``outer`` or the other clauses), recursively: in Datomic the
+    variables that occur only inside a ``not`` are local to it.
+
+    >>> from queries.ast import parse_query
+    >>> q = parse_query('[:find ?m :where [?m :a _] (not [?m :d ?d] [?d :n "x"])]')
+    >>> print(local_nots(q.where, ())[1])
+    (not-join [?m] [?m :d ?d] [?d :n "x"])
+    """
+    clauses = list(clauses)
+    outer = {Var(v) if isinstance(v, str) else v for v in outer}
+    bound = [bound_vars(c) for c in clauses]
+    out = []
+    for i, c in enumerate(clauses):
+        others = outer.union(*bound[:i], *bound[i + 1:])
+        if isinstance(c, Not):
+            join = sorted(free_vars(c) & others, key=lambda v: v.name)
+            inner = local_nots(c.clauses, join)
+            c = (NotJoin(tuple(join), tuple(inner), c.src) if set(join) != free_vars(c)
+                 else Not(tuple(inner), c.src))
+        elif isinstance(c, NotJoin):
+            c = NotJoin(c.vars, tuple(local_nots(c.clauses, c.vars)), c.src)
+        elif isinstance(c, (Or, OrJoin)):
+            scope = others if isinstance(c, Or) else others & free_vars(c)
+            branches = tuple(And(tuple(local_nots(_branch(b), scope))) if isinstance(b, And)
+                             else local_nots((b,), scope)[0] for b in c.clauses)
+            c = (Or(branches, c.src) if isinstance(c, Or)
+                 else OrJoin(c.required, c.vars, branches, c.src))
+        out.append(c)
+    return out
 
 
 def _truthy(x: Any) -> bool:

@@ -12,7 +12,7 @@ the compiler.
 ``Registry`` holds the functions and aggregates a program registers by name (one per
 ``Database``); ``call`` and ``aggregate`` take it.
 
-Relies on ``queries.ast`` (the built-in aggregates' names); used by ``queries.compile``,
+Relies on ``queries.ast`` (the built-in aggregates' names); used by ``queries.bind``,
 ``queries.circuits`` and ``queries.database``.
 
 >>> call("str", ["a", 1, None]), call("quot", [7, 2]), call("<", [1, 2, 3])

@@ -44,6 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from indexes.transaction import ChangePlan, Store, deferred_interrupts
+from queries.graph_circuit import GraphCircuit, apply_with_circuits
 from queries.patterns import Pattern, by_name
 from queries.stream import StreamError, StreamResult, as_rows, run_chunk
 from wcoj import config
@@ -169,6 +170,7 @@ class Tick:
     edge_delta: ZSet
     changes: dict[str, ZSet] = field(default_factory=dict)
     seconds: float = 0.0
+    outputs: dict[str, ZSet] = field(default_factory=dict)  # sinks of the graph's circuits
 
 
 class GraphView:
@@ -233,6 +235,7 @@ class Graph:
         self.n_ticks = 0
         self.n_change_ticks = 0  # ticks that took the change-by-change route (for diagnostics)
         self._log = None  # a durable graph's log (queries.durable.GraphLog)
+        self._circuits: list[GraphCircuit] = []  # see circuit()
 
     @classmethod
     def open(cls, path, directed: bool | None = None, snapshot_every: int = 1_000_000) -> Graph:
@@ -406,12 +409,22 @@ class Graph:
         ``(min, max)``). A tick that fails (bad input, weight overflow) raises and changes
         nothing.
         """
+        if self._circuits:
+            with self.store.lock:
+                return apply_with_circuits(self, inserts, deletes)
         if self._log is not None:
             with self.store.lock, deferred_interrupts():  # applied and logged, or neither
                 tick = self._apply(inserts, deletes)
                 self._logged(tick.edge_delta)
                 return tick
         return self._apply(inserts, deletes)
+
+    def circuit(self) -> GraphCircuit:
+        """A DBSP circuit fed by this graph's views, stepped by every ``apply``
+        (``queries.graph_circuit``)."""
+        c = GraphCircuit(self)
+        self._circuits.append(c)
+        return c
 
     def _apply(self, inserts, deletes) -> Tick:
         t0 = time.perf_counter()
@@ -451,6 +464,9 @@ class Graph:
         >>> [r.counts["triangle"].tolist() for r in g.stream([([(1, 2), (2, 3)], None), ([(1, 3)], None)])]
         [[0, 1]]
         """
+        if self._circuits:
+            raise QueryError("this graph has circuits attached (Graph.circuit), which "
+                             "step tick by tick: use apply for each tick")
         empty_ok = isinstance(changes, (list, tuple))
         carry, carry_pos, last = None, 0, None
         chunks = as_rows(changes)

@@ -310,15 +310,19 @@ def _check_scope(clauses: tuple[Any, ...], outer: frozenset[Var]) -> None:
             if missing:
                 raise UnboundVariableError(c, _names(missing), "nothing in the query binds "
                                            "them (a pattern, a function binding, a rule or :in)")
-        elif isinstance(c, (Not, NotJoin)):
-            missing = free_vars(c) - others
+        elif isinstance(c, Not):
+            # as in Datomic: the variables bound outside join, the others are local to it
+            if free_vars(c) and not free_vars(c) & others:
+                raise UnboundVariableError(c, _names(free_vars(c)), "none of the variables of "
+                                           "a not is bound by the rest of the query (unsafe "
+                                           "negation); bind one, or use not-join")
+            _check_scope(c.clauses, free_vars(c) & others)
+        elif isinstance(c, NotJoin):
+            missing = frozenset(c.vars) - others
             if missing:
-                how = ("every variable of a not must be bound by the rest of the query "
-                       "(unsafe negation); use not-join to keep some local"
-                       if isinstance(c, Not) else
-                       "the join variables of a not-join must be bound by the rest of the query")
-                raise UnboundVariableError(c, _names(missing), how)
-            _check_scope(c.clauses, others if isinstance(c, Not) else frozenset(c.vars))
+                raise UnboundVariableError(c, _names(missing), "the join variables of a "
+                                           "not-join must be bound by the rest of the query")
+            _check_scope(c.clauses, frozenset(c.vars))
         elif isinstance(c, Or):
             used = [free_vars(b) for b in c.clauses]
             if any(u != used[0] for u in used):
@@ -545,10 +549,10 @@ def parse_query(text_or_data: Any, rules: Iterable[Rule] | None = None,
     ...                            [?m :movie/cast ?actor]]''')
     >>> q.find.elements[1].fn, q.inputs, q.with_vars
     ('count', ($, ?year), (?m,))
-    >>> parse_query('[:find ?x :where [?x :a ?y] (not [?z :b ?x])]')
+    >>> parse_query('[:find ?x :where [?x :a ?y] (not [?z :b ?w])]')
     Traceback (most recent call last):
     ...
-    wcoj.errors.UnboundVariableError: unbound variable ?z in (not [?z :b ?x]): every variable of a not must be bound by the rest of the query (unsafe negation); use not-join to keep some local
+    wcoj.errors.UnboundVariableError: unbound variables ?w, ?z in (not [?z :b ?w]): none of the variables of a not is bound by the rest of the query (unsafe negation); bind one, or use not-join
     """
     data = _read(text_or_data)
     if isinstance(data, (list, dict)) and any(type(x) is str for x in data):

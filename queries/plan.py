@@ -1,27 +1,27 @@
-"""``explain``: how a query will run, as text — join atoms with sizes, variable order, operators.
+"""``explain``: how a query runs, as text — its circuit's operators, join atoms with sizes,
+variable order.
 
-The plan mirrors ``queries.compile``: the data patterns of the top-level ``:where`` are one
-multi-way generic join whose variable order ``choose_order`` picks from the atoms' sizes
-(the most connected variable first, ties to the smallest atom); predicates on join variables
-run as filters at the first level where their variables are bound; the other clauses follow
-in order as operators (function, difference for ``not``, union for ``or``, fixed point for
-rule calls); then the ``:find`` projection and aggregation. A view of a conjunctive query is
-maintained by the telescoping delta rule, any other view by the DBSP circuit that
-``queries.circuits`` compiles (or, for pull and database functions, by recomputation on
-change; the plan says which and why).
+Every query compiles to one DBSP circuit (``queries.circuits``): ``q`` runs its first tick
+over the database, a view steps it with each transaction. The data patterns of a clause
+list are one multi-way generic join whose variable order ``choose_order`` picks from the
+atoms' sizes (the most connected variable first, ties to the smallest atom); predicates on
+join variables run as filters at the first level where their variables are bound; the
+other clauses follow as operators (function, difference for ``not``, union for ``or``, a
+child circuit iterated to a fixed point for recursive rules); then the ``:find``
+projection and aggregation.
 
-``format="dot"`` gives the circuit the view compiles to as a Graphviz DOT graph instead
-(``wcoj.dot.circuit_dot``: sources are the attribute deltas, the core join one node, rule
-components child circuits); a view that recomputes gets a one-node graph saying why.
+``format="dot"`` gives the circuit as a Graphviz DOT graph instead (``wcoj.dot.circuit_dot``:
+sources are the attribute deltas, the core join one node, rule components child circuits).
 
-Relies on ``queries.compile``; used by ``Database.explain``.
+Relies on ``queries.circuits``; used by ``Database.explain``.
 
 >>> from queries.database import Database
 >>> db = Database()
 >>> _ = db.transact('[{:db/ident :a :db/valueType :db.type/long}]')
 >>> print(db.explain('[:find ?x :where [?x :a ?y] [(> ?y 1)]]'))  # doctest: +NORMALIZE_WHITESPACE
 query: [:find ?x :where [?x :a ?y] [(> ?y 1)]]
-as a view: incremental join (telescoping delta rule)
+one DBSP circuit: q runs its first tick, a view steps it with each transaction
+  circuit: core join [?x :a ?y] filtered by [(> ?y 1)] (generic join, telescoping delta rule)
 join (generic join, 1 atoms):
   [?x :a ?y]  relation :a (e, v)  ~0 rows
 variable order: ?x ?y
@@ -34,42 +34,13 @@ from __future__ import annotations
 from typing import Any
 
 from queries.ast import FindAggregate, FindPull, Pattern, Predicate, Query, free_vars
-from queries.circuits import Unsupported, compile_view
-from queries.compile import JoinPlan, bind_inputs
 from queries.functions import FUNCTIONS
-from wcoj.dot import circuit_dot, quote
+from queries.rewrite import rewrite
+from wcoj.dot import circuit_dot
 from wcoj.errors import QueryError
 from wcoj.generic_join import choose_order
 
 __all__ = ["explain"]
-
-
-def _view_plan(ev: Any, query: Query, table: Any, rules: list) -> list[str]:
-    """How a non-conjunctive view is maintained: its circuit's operators, or why not."""
-    try:
-        compiled = compile_view(ev, query, table, rules)
-    except Unsupported as e:
-        return [f"as a view: recompute when an attribute it reads changes ({e.reason})"]
-    except QueryError as e:
-        return [f"as a view: recompute when an attribute it reads changes ({e})"]
-    return (["as a view: incremental DBSP circuit over the attribute deltas"]
-            + [f"  circuit: {note}" for note in dict.fromkeys(compiled.notes)])
-
-
-def _dot(ev: Any, query: Query, table: Any, rules: list) -> str:
-    """The view's circuit as DOT, titled with the query and how the view is kept."""
-    how = ("as a view: incremental join (telescoping delta rule), the circuit's core join"
-           if JoinPlan.eligible(query, table) else "as a view: incremental DBSP circuit")
-    try:
-        compiled = compile_view(ev, query, table, rules)
-    except (Unsupported, QueryError) as e:
-        why = e.reason if isinstance(e, Unsupported) else str(e)
-        return ("digraph circuit {\n  label=" + quote(query.edn()) + "; labelloc=t;\n"
-                "  n0 [label=" + quote(f"recompute when an attribute it reads changes ({why})")
-                + ", shape=note];\n}")
-    if compiled.aggregated:
-        how += "; the sink's rows then feed per-group aggregate state"
-    return circuit_dot(compiled.root, title=f"{query.edn()}\n{how}")
 
 
 def explain(db: Any, query: Query, inputs: tuple, format: str = "text") -> str:
@@ -77,20 +48,21 @@ def explain(db: Any, query: Query, inputs: tuple, format: str = "text") -> str:
     (see the module docstring)."""
     if format not in ("text", "dot"):
         raise QueryError(f"explain format must be 'text' or 'dot', got {format!r}")
-    ev = db._evaluator("prev", query, inputs)
-    table, rules = bind_inputs(ev, query, inputs)
+    compiled = db._compile(query, inputs)
     if format == "dot":
-        return _dot(ev, query, table, rules)
-    lines = [f"query: {query.edn()}"]
-    incremental = JoinPlan.eligible(query, table)
-    if incremental:
-        lines.append("as a view: incremental join (telescoping delta rule)")
-    else:
-        lines.extend(_view_plan(ev, query, table, rules))
+        how = "one DBSP circuit: q runs its first tick, a view steps it with each transaction"
+        if compiled.aggregated:
+            how += "; the sink's rows then feed per-group aggregate state"
+        return circuit_dot(compiled.root, title=f"{query.edn()}\n{how}")
+    ev, table = compiled.ev, compiled._table
+    lines = [f"query: {query.edn()}",
+             "one DBSP circuit: q runs its first tick, a view steps it with each transaction"]
+    lines += [f"  circuit: {note}" for note in dict.fromkeys(compiled.notes)]
     if table.vars:
         lines.append(f"inputs: {' '.join(table.vars)}  ({len(table.rows)} rows)")
-    patterns = [c for c in query.where if isinstance(c, Pattern)]
-    consts = dict(zip(table.vars, next(iter(table.rows)))) if incremental else {}
+    where = rewrite(query.where, db.store)
+    patterns = [c for c in where if isinstance(c, Pattern)]
+    consts = compiled.consts
     if patterns:
         atoms, _, _ = ev.atoms(patterns, consts)
         lines.append(f"join (generic join, {len(atoms)} atoms):")
@@ -107,27 +79,29 @@ def explain(db: Any, query: Query, inputs: tuple, format: str = "text") -> str:
             lines.append(f"  {p}  relation {rel.name} {cols}  ~{n} rows")
         varlists = [sorted({v.name for v in free_vars(p)} - set(consts)) for p in patterns]
         varlists = [v for v in varlists if v]
-        if not incremental and table.vars:
+        if table.vars and len(table.rows) != 1:
             varlists.append(list(table.vars))
             sizes.append(float(len(table.rows)))
         order = choose_order(varlists, sizes=sizes[:len(varlists)] + [1.0] * (
             len(varlists) - len(sizes)))
         lines.append("variable order: " + " ".join(order))
-        bound = set(consts) | set(table.vars if not incremental else ())
-        for c in query.where:
+        bound = set(consts)
+        for c in where:
             if isinstance(c, Predicate) and c.fn in FUNCTIONS:
                 vs = {v.name for v in free_vars(c)} - bound
                 if vs <= set(order):
                     level = max(vs, key=order.index) if vs else order[0]
                     lines.append(f"  level {level}: filter {c}")
-    for c in query.where:
+    for c in where:
         if isinstance(c, (Pattern,)) or (isinstance(c, Predicate) and c.fn in FUNCTIONS):
             continue
         kind = type(c).__name__
         op = {"Not": "difference", "NotJoin": "difference", "Or": "union",
-              "OrJoin": "union", "RuleCall": "rule fixed point (semi-naive, bottom-up)",
+              "OrJoin": "union", "RuleCall": "rule (union of bodies, or a child circuit to a "
+              "fixed point when recursive)",
               "FnCall": "function", "Predicate": "database predicate"}.get(kind, kind)
         lines.append(f"then {op}: {c}")
+    rules = [r for rs in compiled.rules.values() for r in rs]
     if rules:
         lines.append(f"rules: {len(rules)} definitions of "
                      + ", ".join(sorted({r.name for r in rules})))
@@ -136,6 +110,6 @@ def explain(db: Any, query: Query, inputs: tuple, format: str = "text") -> str:
         find += "  (group and aggregate" + (f" with {' '.join(map(str, query.with_vars))}"
                                             if query.with_vars else "") + ")"
     if any(isinstance(e, FindPull) for e in query.find.elements):
-        find += "  (pull per row)"
+        find += "  (pull per row, when the rows are read)"
     lines.append(f"find: {find}")
     return "\n".join(lines)

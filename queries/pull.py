@@ -7,7 +7,8 @@ Supports attributes, ``*``, ``:db/id``, reverse references (``:movie/_cast``), n
 Keys are keywords (equal to their ``":ns/name"`` text).
 
 Relies on ``indexes.eav``, ``queries.ast``, ``queries.parse`` (patterns given as data) and
-``queries.transact`` (lookup refs); used by ``queries.compile`` and ``Database.pull``.
+``queries.transact`` (lookup refs); used by ``queries.database`` (pull in
+``:find``, ``Database.pull``).
 """
 
 from __future__ import annotations

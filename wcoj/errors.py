@@ -41,6 +41,7 @@ __all__ = [
     "UnknownAttributeError",
     "ArityMismatchError",
     "UnboundVariableError",
+    "NoFixedPointError",
     "SchemaError",
     "CasError",
     "ReadOnlyError",
@@ -151,6 +152,11 @@ class InputFileError(InputError):
 
 class CircuitError(WcojError):
     """A circuit is wired wrongly, or used after it was finished."""
+
+
+class NoFixedPointError(QueryError):
+    """Recursive rules kept deriving new facts past the iteration limit
+    (``wcoj.config.RECURSION_LIMIT``); nothing changed."""
 
 
 class WeightOverflowError(WcojError, OverflowError):

@@ -379,13 +379,16 @@ def test_pull_pattern_variable_must_be_an_input():
         parse_query("[:find (pull ?e ?pat) :where [?e :person/name]]")
 
 
-def test_unsafe_negation():
+def test_negation_variables_bound_only_inside_are_local():
+    # as in Datomic and DataScript: ?p occurs only inside the not, so it is local to it
+    parse_query("[:find ?m :where [?m :movie/title ?t] (not [?m :movie/cast ?p])]")
+    # a not none of whose variables is bound outside cannot join: that is the error
     with pytest.raises(UnboundVariableError) as info:
-        parse_query("[:find ?m :where [?m :movie/title ?t] (not [?m :movie/cast ?p])]")
-    assert info.value.variables == ("?p",)
-    assert "unsafe negation" in str(info.value) and "not-join" in str(info.value)
-    assert str(info.value.form) == "(not [?m :movie/cast ?p])"
-    # the same with not-join is fine, and not-join's own variables must be bound
+        parse_query("[:find ?m :where [?m :movie/title ?t] (not [?x :movie/cast ?p])]")
+    assert info.value.variables == ("?p", "?x")
+    assert "none of the variables of a not" in str(info.value) and "not-join" in str(info.value)
+    assert str(info.value.form) == "(not [?x :movie/cast ?p])"
+    # not-join's own variables must be bound
     parse_query("[:find ?m :where [?m :movie/title ?t] (not-join [?m] [?m :movie/cast ?p])]")
     with pytest.raises(UnboundVariableError, match=r"\?q in \(not-join"):
         parse_query("[:find ?m :where [?m :movie/title ?t] (not-join [?q] [?q :a ?m])]")
@@ -397,7 +400,7 @@ def test_negation_inside_an_or_branch_sees_the_branch_bindings():
                 "[?m :trivia _])]")
     with pytest.raises(UnboundVariableError, match=r"\?q"):
         parse_query("[:find ?m :where [?m :movie/title ?t] "
-                    "(or-join [?m] (and [?m :movie/cast ?p] (not [?q :person/death ?p])) "
+                    "(or-join [?m] (and [?m :movie/cast ?p] (not [?q :person/death ?r])) "
                     "[?m :trivia _])]")
 
 

@@ -47,8 +47,8 @@ def test_explain_names_order_sizes_and_operators(db):
     text = db.explain('[:find ?n :in $ % :where [?p :person/name ?n] [?m :movie/cast ?p] '
                       '(not [?m :movie/year 1987]) (r ?p)]', '[[(r ?p) [_ :movie/director ?p]]]')
     assert "variable order:" in text and "~59 rows" in text and "~50 rows" in text
-    assert "difference" in text and "rule fixed point" in text
-    assert "incremental DBSP circuit" in text  # was "recompute" before circuits
+    assert "difference" in text and "union of its bodies" in text
+    assert "one DBSP circuit" in text
 
 
 def test_mutually_recursive_rules():
@@ -72,3 +72,19 @@ def test_syms_and_tuple_keys():
     assert rows == [{"x": 1}] and type(next(iter(rows[0]))) is Symbol  # Datomic: {x 1}
     one = d.q('[:find [?x] :keys x :where [_ :a ?x]]')
     assert one == {":x": 1} and type(next(iter(one))) is Keyword       # Datomic: {:x 1}
+
+
+def test_q_caches_circuits_per_query_text_and_inputs():
+    d = Database()
+    d.transact('[{:db/ident :v :db/valueType :db.type/long :db/cardinality :db.cardinality/many}'
+               ' {:db/ident :b :db/valueType :db.type/boolean}]')
+    r = d.transact([[":db/add", "a", ":v", 1], [":db/add", "b", ":v", 2],
+                    [":db/add", "c", ":b", True]])
+    a, b, c = (r.tempids[x] for x in "abc")
+    q = '[:find ?e :in $ ?x :where [?e :v ?x]]'
+    assert d.q(q, 1) == {(a,)} and d.q(q, 2) == {(b,)}
+    assert d.q('[:find ?e :in $ ?x :where [?e :b ?x]]', True) == {(c,)}
+    assert d.q('[:find ?e :in $ ?x :where [?e :b ?x]]', 1) == set()  # 1 is not true
+    e = d.transact([[":db/add", "e", ":v", 1]]).tempids["e"]  # a cached circuit sees it
+    assert d.q(q, 1) == {(a,), (e,)}
+    assert len(d._circuits) == 4  # (q, 1), (q, 2), (b, True), (b, 1)

@@ -87,7 +87,10 @@ def test_views_equal_q_and_oracle_after_every_transaction(stream):
         db.store.datoms.contents().check()
 
 
-def test_conjunctive_views_are_incremental_joins():
+def test_conjunctive_views_are_one_core_join():
     db, _, views = setup()
-    assert views["triangle"].plan is not None and views["colored"].plan is not None
-    assert views["reach"].plan is None and views["per-color"].plan is None
+    for name in ("triangle", "colored"):
+        notes = views[name].circuit.notes
+        assert len(notes) == 1 and notes[0].startswith("core join"), (name, notes)
+    assert any("child circuit" in n for n in views["reach"].circuit.notes)
+    assert views["per-color"].circuit.aggregated

@@ -6,8 +6,6 @@ import shutil
 import pytest
 
 from benchmarks.bench_datalog import ANCESTORS, RULES, SCHEMA, TRIANGLE  # the benchmark's queries
-from queries.circuits import compile_view
-from queries.compile import bind_inputs
 from queries.database import Database
 from wcoj.dot import circuit_dot
 from wcoj.errors import QueryError
@@ -61,10 +59,7 @@ def db():
 
 
 def compiled_root(db, query, *inputs):
-    q = db._parse(query)
-    ev = db._evaluator("prev", q, inputs)
-    table, rules = bind_inputs(ev, q, inputs)
-    return compile_view(ev, q, table, rules).root
+    return db._compile(db._parse(query), inputs).root
 
 
 @pytest.mark.parametrize("query, inputs", [(TRIANGLE, ()), (ANCESTORS, (RULES,)), (NEGATION, ())],
@@ -89,11 +84,11 @@ def test_explain_dot_draws_the_rule_component_as_a_cluster(db):
     assert any(a.count("_") == 0 and b.count("_") == 1 for a, b in edges)  # an import into the child
 
 
-def test_explain_dot_of_a_recomputed_view_says_why(db):
-    dot = db.explain("[:find (pull ?a [:name]) :where [?a :knows _]]", format="dot")
-    nodes, edges = parse(dot)
-    assert list(nodes) == ["n0"] and not edges
-    assert "pull" in nodes["n0"]
+def test_explain_dot_of_a_pull_query_is_its_circuit(db):
+    query = "[:find (pull ?a [:name]) :where [?a :knows _]]"
+    nodes, edges = parse(db.explain(query, format="dot"))
+    assert set(nodes) == node_ids(compiled_root(db, query))
+    assert any(label.startswith("core_join") for label in nodes.values()) and edges
 
 
 def test_explain_rejects_an_unknown_format(db):

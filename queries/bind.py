@@ -1,0 +1,343 @@
+"""Query values as interned ids: constants, inputs and data patterns as join atoms.
+
+The query compiler (``queries.circuits``) and the plain-Python oracle evaluator kept in
+``tests/`` share this: ``Binder`` turns a constant into the id the store keeps for it (an
+int on a ref variable is an entity id, a lookup ref ``[attr value]`` its entity, a keyword
+in attribute position an attribute id), a data pattern into a join atom ``(relation,
+terms)`` over the store's ``(e, v)`` attribute relations or its ``(e, a, v, tx)`` datoms,
+and a predicate into a filter that the generic join runs at the level binding its
+variables. ``bind_inputs`` matches the values given to ``q``/``view`` with ``:in``.
+
+Relies on ``indexes.eav`` (the store), ``queries.ast`` and ``queries.clauses``; used by
+``queries.circuits``, ``queries.plan`` and ``queries.database``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from indexes.eav import EavStore
+from indexes.index import Relation
+from queries.ast import (
+    And, BindColl, BindRel, BindTuple, Blank, Const, Not, NotJoin, Or, OrJoin, Pattern,
+    Predicate, Query, Rule, RulesVar, SrcVar, Var, free_vars,
+)
+from queries.clauses import _bind, _truthy
+from queries.functions import call
+from wcoj.errors import QueryError, UnknownAttributeError
+from wcoj.zset import ZSet
+
+__all__ = ["Table", "UNIT", "Binder", "Inputs", "bind_inputs", "query_vars"]
+
+_fresh = itertools.count()
+
+
+class Table:
+    """Variables (names) and a set of rows of ids."""
+
+    __slots__ = ("vars", "rows")
+
+    def __init__(self, vars_: Iterable[str], rows: Iterable[tuple]):
+        self.vars = tuple(vars_)
+        self.rows = rows if isinstance(rows, set) else set(rows)
+
+    def __repr__(self) -> str:
+        return f"Table({self.vars}, {len(self.rows)} rows)"
+
+    def project(self, vars_: Iterable[str]) -> Table:
+        vars_ = tuple(vars_)
+        idx = [self.vars.index(v) for v in vars_]
+        return Table(vars_, {tuple(r[i] for i in idx) for r in self.rows})
+
+    def join(self, other: Table) -> Table:
+        """Natural (hash) join."""
+        shared = [v for v in self.vars if v in other.vars]
+        extra = [v for v in other.vars if v not in self.vars]
+        li = [self.vars.index(v) for v in shared]
+        ri = [other.vars.index(v) for v in shared]
+        ei = [other.vars.index(v) for v in extra]
+        index: dict[tuple, list[tuple]] = defaultdict(list)
+        for r in other.rows:
+            index[tuple(r[i] for i in ri)].append(tuple(r[i] for i in ei))
+        rows = {r + e for r in self.rows for e in index.get(tuple(r[i] for i in li), ())}
+        return Table(self.vars + tuple(extra), rows)
+
+
+UNIT = Table((), {()})
+
+
+def query_vars(clauses: Iterable[Any], store: EavStore) -> tuple[set[str], set[str]]:
+    """``(ref_vars, attr_vars)`` of ``clauses``, nested ones included.
+
+    Ref variables stand in entity positions or values of ref attributes: ints bound to them
+    are entity ids, not longs. Attribute variables stand in attribute positions: keywords
+    bound to them are attribute ids.
+    """
+    refs: set[str] = set()
+    attrs: set[str] = set()
+    todo = list(clauses)
+    while todo:
+        c = todo.pop()
+        if isinstance(c, Pattern) and c.src.name == "$":
+            t = c.terms
+            if isinstance(t[0], Var):
+                refs.add(t[0].name)
+            if len(t) > 1 and isinstance(t[1], Var):
+                attrs.add(t[1].name)
+            if (len(t) > 2 and isinstance(t[2], Var) and isinstance(t[1], Const)
+                    and store.has_attribute(str(t[1].value))
+                    and store.attribute(str(t[1].value)).value_type == "ref"):
+                refs.add(t[2].name)
+        elif isinstance(c, (Not, NotJoin, Or, OrJoin, And)):
+            todo.extend(c.clauses)
+    return refs, attrs
+
+
+class Binder:
+    """Ids for the values of a query (and its rules) over one view (``kind``) of ``store``."""
+
+    def __init__(self, store: EavStore, kind: str = "prev", query: Query | None = None,
+                 rules: Iterable[Rule] = (), sources: dict[str, list] | None = None):
+        self.store, self.kind = store, kind
+        self.sources = sources or {}
+        self.rules: dict[str, list[Rule]] = defaultdict(list)
+        for r in rules:
+            self.rules[r.name].append(r)
+        clauses = list(query.where if query is not None else ())
+        clauses += [c for rs in self.rules.values() for r in rs for c in r.body]
+        self.ref_vars, self.attr_vars = query_vars(clauses, store)
+
+    # ------------------------------------------------------------------ values
+    def encode(self, var: str | None, value: Any) -> int:
+        """The id of a value bound to ``var`` (ints on ref variables are entity ids,
+        keywords on attribute variables attribute ids; -1 matches nothing)."""
+        if var in self.attr_vars:
+            ident = str(value)
+            return self.store.aid(ident) if self.store.has_attribute(ident) else -1
+        if var in self.ref_vars:
+            if type(value) is int:
+                return self.store.interner.ref(value)
+            if isinstance(value, (list, tuple)) and len(value) == 2:
+                return self.lookup_ref(value)
+        return self.store.interner.encode(value)
+
+    def lookup_ref(self, ref: Any) -> int:
+        """``[attr value]`` -> the entity id, or -1 (matches nothing) when absent."""
+        attr, value = ref
+        ids = self.store.entity_ids(str(attr), self._value_id(str(attr), value), self.kind)
+        return int(ids[0]) if len(ids) else -1
+
+    def _value_id(self, attr: str, value: Any) -> int:
+        schema = self.store.attribute(attr)
+        if schema.value_type == "ref":
+            if type(value) is int:
+                return self.store.interner.ref(value)
+            if isinstance(value, (list, tuple)):
+                return self.lookup_ref(value)
+        return self.store.interner.encode(value)
+
+    def decode(self, ids: Any) -> list:
+        return self.store.interner.decode(np.asarray(list(ids), dtype=np.int64)).tolist()
+
+    # ------------------------------------------------------------------ patterns
+    def atoms(self, patterns: list[Pattern], consts: dict[str, int] | None = None):
+        """Pattern -> (source, terms) atoms, equality filters, and whether any can match.
+
+        ``consts`` substitutes ids for variables (scalar inputs). Blanks become fresh
+        variables; a variable repeated inside one pattern becomes a fresh one plus an
+        equality filter; a pattern without variables is checked right here.
+        """
+        consts = consts or {}
+        out, filters, ok = [], [], True
+        for p in patterns:
+            if p.src.name != "$":
+                out.append(self._source_atom(p))
+                continue
+            t = list(p.terms) + [Blank()] * (3 - len(p.terms))
+            e, a, v = t[:3]
+            tx = t[3] if len(t) > 3 else None
+            # a history database's datoms have a fifth column, the operation (?added)
+            history = getattr(self.store, "history", False)
+            added = t[4] if len(t) > 4 else None
+            if added is not None and not history:
+                raise QueryError(f"pattern {p} binds ?added (its fifth term), which only a "
+                                 f"history database has; query db.history()")
+            op = [(added or Blank(), None)] if history else []
+            if isinstance(a, Const):
+                attr = str(a.value)
+                if not self.store.has_attribute(attr):
+                    raise UnknownAttributeError(attr, self.store.attributes)
+                if tx is None:
+                    src, cols = self.store.relation(attr), [(e, "e"), (v, attr)]
+                else:
+                    src = self.store.datoms
+                    cols = [(e, "e"), (Const(self.store.aid(attr)), "id"), (v, attr), (tx, "e")] + op
+            else:
+                src = self.store.datoms
+                cols = [(e, "e"), (a, "a"), (v, None), (tx or Blank(), "e")] + op
+            terms, seen = [], set()
+            for term, role in cols:
+                if isinstance(term, Var) and term.name in consts:
+                    terms.append(consts[term.name])
+                elif isinstance(term, Var):
+                    name = term.name
+                    if name in seen:
+                        fresh = f"_eq{next(_fresh)}"
+                        filters.append(((name, fresh), np.equal))
+                        name = fresh
+                    seen.add(name)
+                    terms.append(name)
+                elif isinstance(term, Blank):
+                    terms.append(f"_{next(_fresh)}")
+                else:
+                    terms.append(self._const(term.value, role))
+            if not any(isinstance(x, str) for x in terms):
+                view = src.view(self.kind, tuple(range(len(terms))))
+                ok = ok and bool(view.weight(np.array([terms], dtype=np.int64))[0] > 0)
+                continue
+            out.append((src, tuple(terms)))
+        return out, filters, ok
+
+    def _source_atom(self, p: Pattern) -> tuple[Any, tuple]:
+        """A pattern over a collection-of-tuples source (``$2``) as a join atom."""
+        rows = self.sources.get(p.src.name)
+        if rows is None:
+            raise QueryError(f"pattern {p} reads data source {p.src.name}, which :in does "
+                             f"not declare")
+        n = len(rows[0]) if rows else len(p.terms)
+        if len(p.terms) > n:
+            raise QueryError(f"pattern {p} has {len(p.terms)} terms but the tuples of "
+                             f"{p.src.name} have {n}")
+        terms = list(p.terms) + [Blank()] * (n - len(p.terms))
+        names = [t.name if isinstance(t, Var) else None for t in terms]
+        rel = Relation(p.src.name, n)
+        ids = [tuple(self.encode(k, x) for k, x in zip(names, r)) for r in rows]
+        rel.load(ZSet.from_rows(set(ids), arity=n))
+        out, seen = [], set()
+        for t in terms:
+            if isinstance(t, Var) and t.name not in seen:
+                seen.add(t.name)
+                out.append(t.name)
+            elif isinstance(t, Const):
+                out.append(self.encode(None, t.value))
+            else:
+                out.append(f"_{next(_fresh)}")
+        if len(seen) != sum(isinstance(t, Var) for t in terms):
+            raise QueryError(f"pattern {p} repeats a variable; bind a second one and compare "
+                             f"with [(= ...)]")
+        return rel, tuple(out)
+
+    def _const(self, value: Any, role: str | None) -> int:
+        if role == "id":
+            return int(value)
+        if role == "e":
+            if isinstance(value, (list, tuple)):
+                return self.lookup_ref(value)
+            if type(value) is not int:
+                raise QueryError(f"entity position needs an entity id or lookup ref, "
+                                 f"found {value!r}")
+            return self.store.interner.ref(value)
+        if role == "a":
+            if not self.store.has_attribute(str(value)):
+                raise UnknownAttributeError(str(value), self.store.attributes)
+            return self.store.aid(str(value))
+        if role is None:
+            return self.store.interner.encode(value)
+        return self._value_id(role, value)
+
+    def predicate_filter(self, c: Predicate, consts: dict[str, Any] | None = None):
+        """A ``generic_join`` filter ``(variables, fn)`` for a predicate on decoded values."""
+        consts = consts or {}
+        vars_ = sorted({a.name for a in c.args if isinstance(a, Var) and a.name not in consts})
+        decode = self.store.interner.decode
+
+        def fn(*cols):
+            env = {v: decode(col) for v, col in zip(vars_, cols)}
+            n = len(cols[0]) if cols else 1
+            args = [env[a.name] if isinstance(a, Var) and a.name in env else
+                    [consts[a.name]] * n if isinstance(a, Var) else [a.value] * n
+                    for a in c.args]
+            return np.fromiter((_truthy(call(c.fn, list(xs))) for xs in zip(*args)),
+                               dtype=bool, count=n)
+        return (tuple(vars_), fn)
+
+
+class Inputs:
+    """The values given to ``q``/``view``, matched with the query's ``:in``.
+
+    ``bindings`` pairs each binding form with its value, ``rules`` holds the parsed rules
+    of ``%``, and ``sources`` the data sources other than the database (``$2``: a
+    collection of tuples) by name.
+    """
+
+    __slots__ = ("bindings", "rules", "sources")
+
+    def __init__(self, query: Query, inputs: tuple):
+        from queries.parse import check_rules, parse_rules
+        declared = list(query.inputs)
+        values = list(inputs)
+        if declared and isinstance(declared[0], SrcVar) and len(values) == len(declared) - 1:
+            values = [None] + values  # the database itself is implicit for the first $
+        if len(values) != len(declared):
+            raise QueryError(f"the query declares {len(declared)} inputs (:in "
+                             f"{' '.join(map(str, declared))}), got {len(values)}")
+        self.bindings: list[tuple[Any, Any]] = []
+        self.rules: list[Rule] = []
+        self.sources: dict[str, Any] = {}
+        for d, v in zip(declared, values):
+            if isinstance(d, SrcVar):
+                if d.name != "$" and not (d.name == declared[0].name and v is None):
+                    self.sources[d.name] = _source_rows(d, v)
+            elif isinstance(d, RulesVar):
+                self.rules = list(parse_rules(v) if not isinstance(v, (list, tuple)) or not v
+                                  or not isinstance(v[0], Rule) else v)
+            else:
+                self.bindings.append((d, _input_value(d, v)))
+        if self.rules:
+            check_rules(query, self.rules)
+
+
+def _source_rows(d: SrcVar, v: Any) -> list[tuple]:
+    """A data source given as a collection of tuples (EDN text or Python data)."""
+    if isinstance(v, str):
+        from queries.edn import loads
+        v = loads(v)
+    if not isinstance(v, (list, tuple, set, frozenset)) or not all(
+            isinstance(r, (list, tuple)) for r in v):
+        raise QueryError(f"data source {d.name} must be a collection of tuples (a second "
+                         f"database is not supported), got {type(v).__name__}")
+    rows = [tuple(r) for r in v]
+    if len({len(r) for r in rows}) > 1:
+        raise QueryError(f"the tuples of data source {d.name} differ in length")
+    return rows
+
+
+def bind_inputs(ev: Binder, inputs: Inputs) -> Table:
+    """The table of the variables ``inputs`` bind (interned ids)."""
+    table = UNIT
+    for d, v in inputs.bindings:
+        alts = _bind(d, v)
+        names = sorted({k for a in alts for k in a}) or sorted(x.name for x in free_vars(d))
+        rows = set()
+        for a in alts:
+            rows.add(tuple(ev.encode(k, a[k]) for k in names))
+        table = table.join(Table(names, rows))
+    return table
+
+
+def _input_value(d: Any, v: Any) -> Any:
+    if isinstance(v, str) and isinstance(d, (BindColl, BindRel, BindTuple)) and v.strip()[:1] \
+            in "[(#":
+        from queries.edn import loads
+        return loads(v)
+    if isinstance(v, str) and len(v) > 1 and v[0] == ":":
+        from queries.edn import Keyword
+        return Keyword(v)
+    return v
+
+

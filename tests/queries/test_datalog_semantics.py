@@ -1,0 +1,96 @@
+"""Datomic semantics of q and views, each against an independent answer: comprehensions over
+the movie datoms (``datalog_oracle.Movies``), the plain-Python evaluator of the tests
+(``datalog_evaluator.oracle_q``), or data small enough to state by hand."""
+
+import pytest
+
+import queries.circuits
+from queries.database import Database
+from tests.queries.datalog_evaluator import oracle_q
+from tests.queries.datalog_oracle import MOVIES, Movies
+from wcoj.errors import NoFixedPointError, QueryError
+
+movies_only = pytest.mark.skipif(not MOVIES.exists(), reason="../shared/data/movies is absent")
+
+
+@pytest.fixture(scope="module")
+def movies():
+    return Movies()
+
+
+@pytest.fixture(scope="module")
+def mdb():
+    d = Database()
+    d.transact((MOVIES / "schema.edn").read_text())
+    report = d.transact((MOVIES / "data.edn").read_text())
+    d.ids = {v: k for k, v in report.tempids.items()}  # entity id -> data-file tempid number
+    return d
+
+
+@movies_only
+def test_variables_only_inside_a_not_are_local_to_it(mdb, movies):
+    query = ('[:find ?t :where [?m :movie/title ?t] '
+             '(not [?m :movie/director ?d] [?d :person/name "James Cameron"])]')
+    cameron = movies.ents(":person/name", "James Cameron")
+    expect = {(movies.get(m, ":movie/title"),) for m in movies.ents(":movie/title")
+              if not movies.eav[(m, ":movie/director")] & cameron}
+    assert mdb.q(query) == expect == oracle_q(mdb, query)
+    assert 0 < len(expect) < len(movies.ents(":movie/title"))
+
+
+@movies_only
+def test_an_attribute_bound_from_an_input_collection(mdb, movies):
+    query = ('[:find ?m ?x :in $ ?t [?a ...] :where [?m :movie/title ?t] [?m ?a ?x]]')
+    attrs = [":movie/cast", ":movie/director"]
+    got = mdb.q(query, "The Terminator", attrs)
+    m = next(iter(movies.ents(":movie/title", "The Terminator")))
+    expect = {(m, x) for a in attrs for x in movies.eav[(m, a)]}
+    assert {(mdb.ids[e], mdb.ids[x]) for e, x in got} == expect and len(expect) > 2
+    assert mdb.q(query, "The Terminator", [":no/such"]) == set()
+
+
+@movies_only
+def test_a_collection_of_tuples_as_a_second_source(mdb, movies):
+    query = ('[:find ?t ?rating :in $ $ratings :where [?m :movie/title ?t] '
+             '[$ratings ?t ?rating] [(> ?rating 7)]]')
+    ratings = [("The Terminator", 8), ("Alien", 9), ("Commando", 6), ("No Such Film", 10)]
+    assert mdb.q(query, ratings) == {("The Terminator", 8), ("Alien", 9)}
+    assert oracle_q(mdb, query, ratings) == {("The Terminator", 8), ("Alien", 9)}
+    with pytest.raises(QueryError, match="collection of tuples"):
+        mdb.q(query, 42)
+
+
+def test_a_ground_not_join_beside_a_recursive_rule():
+    db = Database()
+    db.transact('[{:db/ident :x/a :db/valueType :db.type/string :db/cardinality :db.cardinality/one}'
+                ' {:db/ident :x/b :db/valueType :db.type/string :db/cardinality :db.cardinality/one}]')
+    rules = ('[[(y ?a ?c) [?f :x/a ?a] [?f :x/b ?c]] [(y ?a ?c) [?f :x/a ?a] [?f :x/b ?b] (y ?b ?c)]'
+             ' [(z ?a ?b) (not-join [] [?g :x/a "a"] [?g :x/b "b"]) (y ?a ?b)]]')
+    query = '[:find ?a ?b :in $ % :where (z ?a ?b)]'
+    assert db.q(query, rules) == set()
+    view = db.view(query, rules)
+    db.transact([{":x/a": "p", ":x/b": "q"}, {":x/a": "q", ":x/b": "r"}])
+    assert view.result() == db.q(query, rules) == oracle_q(db, query, rules) == \
+        {("p", "q"), ("q", "r"), ("p", "r")}
+    db.transact([{":x/a": "a", ":x/b": "b"}])  # the not-join now matches: nothing is left
+    assert view.result() == db.q(query, rules) == set()
+
+
+def test_rules_that_never_converge_raise_the_same_typed_error_in_q_and_views(monkeypatch):
+    monkeypatch.setattr(queries.circuits, "RECURSION_LIMIT", 50)
+    db = Database()
+    db.transact('[{:db/ident :n :db/valueType :db.type/long :db/cardinality :db.cardinality/many}]')
+    rules = '[[(up ?x) [_ :n ?x]] [(up ?y) (up ?x) [(inc ?x) ?y]]]'
+    query = '[:find (count ?x) . :in $ % :where (up ?x)]'
+    assert db.q(query, rules) is None
+    view = db.view(query, rules)
+    with pytest.raises(NoFixedPointError, match="up kept deriving new facts for 50 iterations"):
+        db.transact([[":db/add", "e", ":n", 0]])
+    assert db.q('[:find ?x :where [_ :n ?x]]') == set() and view.result() is None
+    db.drop_view(view.name)
+    db.transact([[":db/add", "e", ":n", 0]])
+    with pytest.raises(NoFixedPointError, match="up kept deriving"):
+        db.q(query, rules)
+    # bounded by the data, the same rules converge
+    bounded = '[[(up ?x) [_ :n ?x]] [(up ?y) (up ?x) [(inc ?x) ?y] [(< ?y 10)]]]'
+    assert db.q(query, bounded) == 10 == oracle_q(db, query, bounded)
