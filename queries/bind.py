@@ -28,7 +28,7 @@ from queries.ast import (
     Predicate, Query, Rule, RulesVar, SrcVar, Var, free_vars,
 )
 from queries.clauses import _bind, _truthy
-from queries.functions import call
+from queries.functions import Registry, call
 from wcoj.errors import QueryError, UnknownAttributeError
 from wcoj.zset import ZSet
 
@@ -102,9 +102,11 @@ class Binder:
     """Ids for the values of a query (and its rules) over one view (``kind``) of ``store``."""
 
     def __init__(self, store: EavStore, kind: str = "prev", query: Query | None = None,
-                 rules: Iterable[Rule] = (), sources: dict[str, list] | None = None):
+                 rules: Iterable[Rule] = (), sources: dict[str, list] | None = None,
+                 registry: Registry | None = None):
         self.store, self.kind = store, kind
         self.sources = sources or {}
+        self.registry = registry  # functions and aggregates the program registered
         self.rules: dict[str, list[Rule]] = defaultdict(list)
         for r in rules:
             self.rules[r.name].append(r)
@@ -262,7 +264,7 @@ class Binder:
             args = [env[a.name] if isinstance(a, Var) and a.name in env else
                     [consts[a.name]] * n if isinstance(a, Var) else [a.value] * n
                     for a in c.args]
-            return np.fromiter((_truthy(call(c.fn, list(xs))) for xs in zip(*args)),
+            return np.fromiter((_truthy(call(c.fn, list(xs), self.registry)) for xs in zip(*args)),
                                dtype=bool, count=n)
         return (tuple(vars_), fn)
 

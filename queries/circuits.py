@@ -397,19 +397,20 @@ class CompiledView:
 
     def _filter(self, x: Predicate, vars_: tuple) -> Callable:
         args = _arg_getters(x.args, vars_)
+        registry = self.ev.registry
 
         def fn(ids: list, vals: list) -> list:
-            return [ids] if _truthy(call(x.fn, [g(vals) for g in args])) else []
+            return [ids] if _truthy(call(x.fn, [g(vals) for g in args], registry)) else []
         return fn
 
     def _fn(self, x: FnCall, vars_: tuple, new: list[str]) -> Callable:
         args = _arg_getters(x.args, vars_)
-        encode = self.ev.encode
+        encode, registry = self.ev.encode, self.ev.registry
         pos = {v: i for i, v in enumerate(vars_)}
 
         def fn(ids: list, vals: list) -> list:
             out = []
-            for alt in _bind(x.binding, call(x.fn, [g(vals) for g in args])):
+            for alt in _bind(x.binding, call(x.fn, [g(vals) for g in args], registry)):
                 if any(k in pos and ids[pos[k]] != encode(k, v) for k, v in alt.items()):
                     continue
                 out.append(tuple(ids) + tuple(encode(k, alt[k]) for k in new))
@@ -522,7 +523,8 @@ class Groups:
     undo log lets a failed transaction put everything back.
     """
 
-    def __init__(self, query: Query, cols: list[str]):
+    def __init__(self, query: Query, cols: list[str], registry: Any = None):
+        self.registry = registry  # aggregates the program registered (queries.functions)
         elems = query.find.elements
         self.keys = [cols.index(e.var.name) for e in elems if not isinstance(e, FindAggregate)]
         self.aggs = [(e.fn, e.args[0].value if len(e.args) == 2 else None, cols.index(e.var.name))
@@ -590,7 +592,7 @@ class Groups:
             elif fn == "avg" and s is not None:
                 vals.append(s / len(members))
             else:
-                vals.append(aggregate(fn, n, [r[pos] for r in members.values()]))
+                vals.append(aggregate(fn, n, [r[pos] for r in members.values()], self.registry))
         return tuple(vals)
 
     def undo(self, undo: Any) -> None:

@@ -55,9 +55,7 @@ import numpy as np
 
 from indexes.eav import Attribute, EavStore, tx_t
 from indexes.transaction import deferred_interrupts
-from queries.ast import (
-    FindColl, FindPull, FindScalar, FindTuple, Query,
-)
+from queries.ast import BindScalar, FindColl, FindPull, FindScalar, FindTuple, Query, Var
 from indexes.index import Relation
 from queries.bind import Binder, Inputs, bind_inputs
 from queries.circuits import CompiledView, Groups, compile_view
@@ -139,7 +137,7 @@ class View:
         self._pulls = [i for i, e in enumerate(query.find.elements) if isinstance(e, FindPull)]
         z = self.circuit.start()
         if self.circuit.aggregated:
-            self.groups = Groups(query, self.circuit.cols)
+            self.groups = Groups(query, self.circuit.cols, db.registry)
             self._group_change(z)
         else:
             self._answer = Relation(f"view {name}", z.arity)
@@ -154,7 +152,7 @@ class View:
     def _decode(self, ids: np.ndarray, kind: str = "prev") -> list:
         rows = [tuple(r) for r in self.db.store.interner.decode(ids).tolist()] if len(ids) else []
         if self._pulls:
-            rows = _pulled(self.db.store, self.query, rows, kind)
+            rows = _pulled(self.db.store, self.query, rows, kind, self.inputs)
         return rows
 
     def _current(self) -> list:
@@ -249,11 +247,15 @@ def _input_key(inputs: tuple) -> tuple:
     return tuple(one(x) for x in inputs)
 
 
-def _pulled(store: EavStore, query: Query, rows: list, kind: str) -> list:
-    """Rows with each pull element's entity id replaced by its pulled map."""
+def _pulled(store: EavStore, query: Query, rows: list, kind: str, inputs: tuple) -> list:
+    """Rows with each pull element's entity id replaced by its pulled map (a pattern
+    given as an input, ``(pull ?e ?pattern)``, is read from ``inputs``)."""
     elems = query.find.elements
-    return [tuple(pull(store, x, e.pattern, kind) if isinstance(e, FindPull) else x
-                  for e, x in zip(elems, r)) for r in rows]
+    given = {d.var.name: v for d, v in Inputs(query, inputs).bindings if isinstance(d, BindScalar)}
+    specs = [(given[e.pattern.name] if isinstance(e.pattern, Var) else e.pattern)
+             if isinstance(e, FindPull) else None for e in elems]
+    return [tuple(pull(store, x, spec, kind) if spec is not None else x
+                  for spec, x in zip(specs, r)) for r in rows]
 
 
 def _key(x: Any) -> Any:
@@ -460,7 +462,7 @@ class Database:
     def _compile(self, query: Query, inputs: tuple) -> CompiledView:
         """``query`` with ``inputs`` as a circuit over this database (not yet run)."""
         given = Inputs(query, inputs)
-        binder = Binder(self.store, "prev", query, given.rules, given.sources)
+        binder = Binder(self.store, "prev", query, given.rules, given.sources, self.registry)
         return compile_view(binder, query, bind_inputs(binder, given), given.rules)
 
     def q(self, query: Any, *inputs: Any) -> Any:
@@ -472,23 +474,31 @@ class Database:
         or a scalar; ``None`` for a tuple or scalar find that matched nothing.
         """
         with self.store.lock:
-            q, compiled = self._cached(query, inputs)
-            z = compiled.first_tick()
-            if compiled.aggregated:
-                groups = Groups(q, compiled.cols)
-                vals = [tuple(r) for r in self.store.interner.decode(z.keys).tolist()]
-                groups.apply(list(map(tuple, z.keys.tolist())), vals, z.weights.tolist())
-                rows = groups.rows()
-            else:
-                rows = [tuple(r) for r in self.store.interner.decode(z.keys).tolist()]
-            if any(isinstance(e, FindPull) for e in q.find.elements):
-                rows = _pulled(self.store, q, rows, "prev")
-            return _shape(q, rows)
+            interner = self.store.interner
+            marks = interner.marks()  # what q interns (inputs, computed values) it gives back
+            try:
+                q, compiled = self._cached(query, inputs, marks)
+                z = compiled.first_tick()
+                if compiled.aggregated:
+                    groups = Groups(q, compiled.cols, self.registry)
+                    vals = [tuple(r) for r in interner.decode(z.keys).tolist()]
+                    groups.apply(list(map(tuple, z.keys.tolist())), vals, z.weights.tolist())
+                    rows = groups.rows()
+                else:
+                    rows = [tuple(r) for r in interner.decode(z.keys).tolist()]
+                if any(isinstance(e, FindPull) for e in q.find.elements):
+                    rows = _pulled(self.store, q, rows, "prev", inputs)
+                return _shape(q, rows)
+            finally:
+                if interner.marks() != marks:
+                    interner.truncate(marks)
 
-    def _cached(self, query: Any, inputs: tuple) -> tuple[Query, CompiledView]:
+    def _cached(self, query: Any, inputs: tuple, marks: dict) -> tuple[Query, CompiledView]:
         """The parsed query and its circuit, from the cache when the query text and inputs
-        were seen with this schema. Inputs that may hold lookup refs (a list or tuple inside
-        them) are resolved at compile time, so those queries compile anew each time."""
+        were seen with this schema. A circuit whose compilation interned new values (an
+        input or constant no datom holds) is not kept: ``q`` gives those ids back. Inputs
+        that may hold lookup refs (a list or tuple inside them) are resolved at compile
+        time, so those queries compile anew each time."""
         key = None
         if isinstance(query, str) and len(query) < 10_000 and all(_plain(x) for x in inputs):
             key = (query, len(self.store.attributes), _input_key(inputs))
@@ -498,7 +508,7 @@ class Database:
                 return hit
         q = self._parse(query)
         compiled = self._compile(q, inputs)
-        if key is not None:
+        if key is not None and self.store.interner.marks() == marks:
             self._circuits[key] = (q, compiled)
             if len(self._circuits) > Q_CACHE:
                 self._circuits.popitem(last=False)

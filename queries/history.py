@@ -116,6 +116,7 @@ def _like(store: EavStore, cls: type = EavStore) -> EavStore:
     """An empty store of class ``cls`` with ``store``'s interner, schema and counters."""
     out = cls(store.keyword)
     out.interner = store.interner
+    out.tables.lock = store.tables.lock  # one lock for every store of one interner
     for attr in store.attributes.values():
         out.install(attr)
     out.next_eid, out.next_tx = store.next_eid, store.next_tx

@@ -12,6 +12,7 @@ as ints), the filters (``FILTER_OPS``) and the output, checked when built;
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 

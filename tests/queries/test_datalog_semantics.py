@@ -94,3 +94,23 @@ def test_rules_that_never_converge_raise_the_same_typed_error_in_q_and_views(mon
     # bounded by the data, the same rules converge
     bounded = '[[(up ?x) [_ :n ?x]] [(up ?y) (up ?x) [(inc ?x) ?y] [(< ?y 10)]]]'
     assert db.q(query, bounded) == 10 == oracle_q(db, query, bounded)
+
+
+def test_q_gives_back_what_it_interned_and_pull_patterns_come_as_inputs():
+    db = Database()
+    db.transact('[{:db/ident :name :db/valueType :db.type/string}'
+                ' {:db/ident :age :db/valueType :db.type/long}]')
+    e = db.transact([{":db/id": "a", ":name": "Ann", ":age": 30}]).tempids["a"]
+    size = len(db.store.interner)
+    assert db.q('[:find ?e :where [?e :name "Nobody"]]') == set()
+    assert db.q('[:find ?s :where [_ :name ?n] [(str ?n "!") ?s]]') == {("Ann!",)}
+    assert db.q('[:find ?e :in $ ?n :where [?e :name ?n]]', "Zed") == set()
+    assert len(db.store.interner) == size
+    view = db.view('[:find ?e :where [?e :name "Zed"]]')  # a view keeps its constants
+    z = db.transact([{":db/id": "z", ":name": "Zed"}]).tempids["z"]
+    assert view.result() == {(z,)}
+    pattern = '[:name (:age :default 0)]'
+    query = '[:find (pull ?e ?p) . :in $ ?p ?n :where [?e :name ?n]]'
+    assert db.q(query, pattern, "Ann") == {":name": "Ann", ":age": 30}
+    assert db.q(query, pattern, "Zed") == {":name": "Zed", ":age": 0}
+    assert db.q(query, "[:name]", "Ann") == {":name": "Ann"} and e

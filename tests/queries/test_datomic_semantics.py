@@ -234,8 +234,6 @@ def test_database_registry_reaches_the_parser(movies):
         other.q(q)  # registries are per database
 
 
-@pytest.mark.xfail(reason="issue 21: the evaluator (compile/circuits) passes db.registry to "
-                   "call/aggregate once the lead wires it", strict=False)
 def test_registered_names_run_in_queries(movies):
     movies.register_aggregate("my/spread", lambda ys: max(ys) - min(ys))
     movies.register_function("decade", lambda y: y - y % 10)

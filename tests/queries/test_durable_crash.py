@@ -6,7 +6,6 @@ replays the same transactions.
 Each test makes 20 kills and takes about half a minute.
 """
 
-import os
 import random
 import signal
 import subprocess
@@ -17,7 +16,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from queries.database import Database
 from queries.graph import Graph
