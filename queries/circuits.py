@@ -45,6 +45,7 @@ from queries.ast import (
 )
 from queries.clauses import _bind, _branch, _take_ready, _truthy, check_stratified
 from queries.compile import Evaluator, Table
+from queries import magic
 from queries.functions import DB_FUNCTIONS, FUNCTIONS, aggregate, call
 from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
 from wcoj.errors import QueryError, UnboundVariableError
@@ -153,6 +154,8 @@ class CompiledView:
 
     def __init__(self, ev: Evaluator, query: Query, table: Table, rules: list[Rule]):
         self.ev, self.store, self.query = ev, ev.store, query
+        # demand: bound arguments of rule calls restrict the rules (queries.magic)
+        query, rules = magic.rewrite(query, rules, table.vars if len(table.rows) == 1 else ())
         self.rules: dict[str, list[Rule]] = {}
         for r in rules:
             self.rules.setdefault(r.name, []).append(r)
