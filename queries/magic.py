@@ -43,7 +43,7 @@ Relies on ``queries.ast``; used by ``queries.circuits`` before it compiles rules
 >>> q2.where[1].edn()
 '(reach__bf ?a ?b)'
 >>> sorted({r.name for r in rs2})
-['reach', 'reach__bf', 'reach__bf__magic']
+['reach', 'reach__bf', 'reach__bf__from', 'reach__bf__magic']
 """
 
 from __future__ import annotations
