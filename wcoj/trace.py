@@ -55,7 +55,7 @@ from wcoj.errors import ArityMismatchError, InputError
 from wcoj.indexed import IndexedZSet
 from wcoj.rows import Packing, group_starts, packing_for, row_order
 from wcoj.time import Box, Time, as_row
-from wcoj.zset import ZSet
+from wcoj.zset import ZSet, consolidate_sorted_parts
 
 __all__ = ["Trace", "row_ids", "ranges_to_indices"]
 
@@ -282,6 +282,8 @@ class Trace:
             runs.append(self._merge([a, b], f))
 
     def _merge(self, runs: list[_Run], f: tuple[int, ...] | None) -> _Run:
+        if f is None and len(runs) == 2:  # two consolidated runs: one linear merge
+            return _Run(runs[0].z.plus(runs[1].z), self.n_key, self.arity)
         keys = np.concatenate([r.z.keys for r in runs])
         weights = np.concatenate([r.z.weights for r in runs])
         return _Run(ZSet.from_arrays(_advance_times(keys, self.arity, f), weights), self.n_key, self.arity)
@@ -342,9 +344,21 @@ class Trace:
         return self.entries(None, keys)
 
     def select(self, box: Box | None = None, keys: Any = None) -> ZSet:
-        """The consolidated Z-set of the entries in ``box`` (and with a key in ``keys``)."""
-        rows, _, weights = self.entries(box, keys)
-        return ZSet.from_arrays(rows, weights, arity=self.arity)
+        """The consolidated Z-set of the entries in ``box`` (and with a key in ``keys``).
+
+        Each run's entries come out sorted by row (a run is sorted by row, then time), so
+        they are summed and merged in linear passes, without a sort.
+        """
+        km = None if keys is None else self._key_matrix(keys)
+        parts = []
+        if km is None or len(km):
+            for r in self._all_runs():
+                if not len(r) or (box is not None and not box.may_overlap(r.tlo, r.thi)):
+                    continue
+                k, w = r.entries(box, km)
+                if len(w):
+                    parts.append((k[:, : self.arity], w))
+        return consolidate_sorted_parts(parts, self.arity)
 
     def upto(self, t: Time, keys: Any = None) -> ZSet:
         """Everything at times ``<= t``, consolidated (the integral at ``t``)."""
