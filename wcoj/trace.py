@@ -145,6 +145,11 @@ class _Run:
         return k, w
 
 
+def _at_or_after(run: _Run, f: tuple[int, ...] | None) -> bool:
+    """True when advancing ``run``'s times to ``f`` would change none of them."""
+    return f is None or not len(run) or all(a >= b for a, b in zip(run.tlo, f))
+
+
 def _advance_times(keys: I64, arity: int, frontier: tuple[int, ...] | None) -> I64:
     if frontier is None:
         return keys
@@ -265,12 +270,12 @@ class Trace:
         if self.frontier is not None:
             f = tuple(max(a, b) for a, b in zip(f, self.frontier))
         runs = list(self.runs)
-        if self.recent:
-            keys = np.concatenate([r.z.keys for r in self.recent])
-            weights = np.concatenate([r.z.weights for r in self.recent])
-            z = ZSet.from_arrays(_advance_times(keys, self.arity, f), weights)
-            if len(z):
-                runs.append(_Run(z, self.n_key, self.arity))
+        if len(self.recent) == 1 and _at_or_after(self.recent[0], f):
+            runs.append(self.recent[0])  # its times stay as they are: nothing to rewrite
+        elif self.recent:
+            run = self._merge(list(self.recent), f)
+            if len(run):
+                runs.append(run)
         self._merge_tail(runs, f)
         return Trace(self.arity, self.n_key, self.n_dims, tuple(r for r in runs if len(r)), (), f)
 
@@ -282,8 +287,9 @@ class Trace:
             runs.append(self._merge([a, b], f))
 
     def _merge(self, runs: list[_Run], f: tuple[int, ...] | None) -> _Run:
-        if f is None and len(runs) == 2:  # two consolidated runs: one linear merge
-            return _Run(runs[0].z.plus(runs[1].z), self.n_key, self.arity)
+        if all(_at_or_after(r, f) for r in runs):  # no time to rewrite: linear merges
+            return _Run(consolidate_sorted_parts([(r.z.keys, r.z.weights) for r in runs],
+                                                 self.arity + self.n_dims), self.n_key, self.arity)
         keys = np.concatenate([r.z.keys for r in runs])
         weights = np.concatenate([r.z.weights for r in runs])
         return _Run(ZSet.from_arrays(_advance_times(keys, self.arity, f), weights), self.n_key, self.arity)
