@@ -50,7 +50,7 @@ from queries.functions import DB_FUNCTIONS, FUNCTIONS, aggregate, call
 from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
 from wcoj.errors import QueryError, UnboundVariableError
 from wcoj.generic_join import IncrementalGenericJoin
-from wcoj.operators import distinct_nested, incremental_join
+from wcoj.operators import distinct_nested, fold_map, incremental_join
 from wcoj.zset import ZSet
 
 __all__ = ["Unsupported", "CompiledView", "compile_view", "Groups"]
@@ -452,7 +452,12 @@ class CompiledView:
             if missing:
                 raise UnboundVariableError(r, missing, "bottom-up evaluation needs every head "
                                            "variable bound by the rule body")
-            parts.append(Rel(self.project(body, params).stream, _positions(len(params))))
+            if tuple(params) == body.vars:
+                stream = body.stream
+            else:  # the body's last join is ours alone: project inside its consolidation
+                idx = [body.vars.index(v) for v in params]
+                stream = fold_map(body.stream, lambda k, idx=idx: k[:, idx], len(idx))
+            parts.append(Rel(stream, _positions(len(params))))
         return self.distinct(self._union(parts))
 
 

@@ -33,7 +33,7 @@ from wcoj.trace import Trace
 from wcoj.zset import ZSet, consolidate_sorted_parts
 
 __all__ = ["JoinStream", "JoinTrace", "JoinLattice", "join_stream", "join_trace", "join_lattice",
-           "incremental_join"]
+           "incremental_join", "fold_map"]
 
 
 def join_stream(a: IndexedZSet, b: IndexedZSet, fn: Callable | None = None) -> ZSet:
@@ -215,3 +215,33 @@ def incremental_join(a: Stream, b: Stream, fn: Callable | None = None, arity: in
     s2 = c.add(JoinTrace(fn, arity), a, pb)
     s3 = c.add(JoinTrace(fn, arity, flip=True), b, pa)
     return c.add(Plus(), c.add(Plus(), s1, s2), s3)
+
+
+def _unread(stream: Stream) -> bool:
+    """True when no node, sink or child import reads ``stream`` yet."""
+    c, j = stream.circuit, stream.node_id
+    if j in c._sinks.values() or any(j in n.inputs for n in c.nodes):
+        return False
+    return not any(n.kind == "import" and n.name == str(j)
+                   for ch in c.nodes if ch.kind == "child" for n in ch.child.nodes)
+
+
+def fold_map(stream: Stream, fn: Callable, arity: int) -> Stream:
+    """``stream.map(fn, arity)``, folded into the join that makes ``stream`` when it is a
+    nested join (``join_lattice``) that nothing reads yet: the join then applies ``fn``
+    before its one consolidation (``map`` is linear), which saves sorting the join's rows
+    twice (e.g. a rule body's join projected onto the rule's head).
+
+    The fold turns ``stream`` itself into the mapped stream, so the caller must not use
+    ``stream`` for anything else afterwards.
+    """
+    c: Circuit = stream.circuit
+    node = c.nodes[stream.node_id]
+    if node.kind != "operator" or not isinstance(node.op, JoinLattice) or not _unread(stream):
+        return stream.map(fn, arity=arity)
+    old = node.op.fn
+    both = fn if old is None else (lambda k, old=old: fn(old(k)))
+    node.op = JoinLattice(both, arity)
+    node.schema = Schema("zset", arity)
+    c._invalidate()
+    return stream
