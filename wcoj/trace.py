@@ -53,7 +53,7 @@ import numpy.typing as npt
 
 from wcoj.errors import ArityMismatchError, InputError
 from wcoj.indexed import IndexedZSet
-from wcoj.rows import Packing, group_starts, packing_for, row_order
+from wcoj.rows import Packing, _column_maxs, _column_mins, group_starts, packing_for, row_order
 from wcoj.time import Box, Time, as_row
 from wcoj.zset import ZSet, consolidate_sorted_parts
 
@@ -108,19 +108,28 @@ def row_ids(*mats: I64) -> list[I64]:
 class _Run:
     """One consolidated block: ``keys`` = row columns then time columns, with weights."""
 
-    __slots__ = ("z", "n_key", "arity", "packing", "packed", "tlo", "thi")
+    __slots__ = ("z", "n_key", "arity", "_packing", "packed", "tlo", "thi")
 
     def __init__(self, z: ZSet, n_key: int, arity: int):
         self.z, self.n_key, self.arity = z, n_key, arity
-        keys = z.keys[:, :n_key]
-        self.packing: Packing | None = packing_for([keys]) if len(z) else None
-        self.packed = self.packing.pack(keys) if self.packing is not None else None
+        self._packing: Packing | None | bool = False  # packed on the first lookup
+        self.packed = None
         times = z.keys[:, arity:]
-        self.tlo = tuple(times.min(axis=0).tolist()) if len(z) else None
-        self.thi = tuple(times.max(axis=0).tolist()) if len(z) else None
+        self.tlo = tuple(_column_mins(times).tolist()) if len(z) else None
+        self.thi = tuple(_column_maxs(times).tolist()) if len(z) else None
 
     def __len__(self) -> int:
         return len(self.z)
+
+    @property
+    def packing(self) -> Packing | None:
+        """The key columns' packing (None when they need more than 63 bits), made on first
+        use: many runs are merged away before anyone looks a key up in them."""
+        if self._packing is False:
+            keys = self.z.keys[:, : self.n_key]
+            self._packing = packing_for([keys]) if len(self.z) else None
+            self.packed = self._packing.pack(keys) if self._packing is not None else None
+        return self._packing
 
     def match(self, keys: I64) -> I64:
         """Positions of the rows whose key is one of ``keys`` (sorted, unique rows)."""
