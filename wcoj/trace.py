@@ -350,6 +350,21 @@ class Trace:
         return (np.ascontiguousarray(k[:, : self.arity]), np.ascontiguousarray(k[:, self.arity:]),
                 np.concatenate(parts_w))
 
+    def keys_in(self, box: Box | None = None, keys: Any = None) -> I64:
+        """The distinct keys (sorted rows of ``n_key`` columns) of the entries in ``box``
+        (with a key in ``keys``): each run's entries are sorted by key already, so they
+        are deduplicated and merged in linear passes, without a sort."""
+        km = None if keys is None else self._key_matrix(keys)
+        nk, parts = self.n_key, []
+        if km is None or len(km):
+            for r in self._all_runs():
+                if not len(r) or (box is not None and not box.may_overlap(r.tlo, r.thi)):
+                    continue
+                k, w = r.entries(box, km)
+                if len(w):
+                    parts.append((k[:, :nk], np.ones(len(w), dtype=np.int64)))
+        return consolidate_sorted_parts(parts, nk).keys
+
     def lookup(self, keys: Any) -> tuple[I64, I64, I64]:
         """All ``(rows, times, weights)`` whose key is one of ``keys`` (a Z-set of key rows,
         an indexed Z-set, or an ``(m, n_key)`` array), for many keys at once.

@@ -61,27 +61,34 @@ def candidate_keys(batch: ZSet | IndexedZSet, prior: Trace, time: Time) -> np.nd
     boxes = [Box([x if k == j else None for k, x in enumerate(t)], t) for j in range(len(t))]
     if not all(prior.may_have(b) for b in boxes):
         return mine
-    rows, _, _ = prior.entries(boxes[0])
-    cand = ZSet.from_arrays(rows[:, :nk], arity=nk).keys
+    cand = prior.keys_in(boxes[0])
     for b in boxes[1:]:
         if not len(cand):
             break
-        rows, _, _ = prior.entries(b, keys=cand)
-        cand = ZSet.from_arrays(rows[:, :nk], arity=nk).keys
-    return ZSet.from_arrays(np.concatenate([mine, cand]), arity=nk).keys
+        cand = prior.keys_in(b, keys=cand)
+    return _union_keys(mine, cand)
+
+
+def _union_keys(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The union of two sorted unique key matrices, by one linear merge."""
+    if not len(b):
+        return a
+    if not len(a):
+        return b
+    ones = lambda k: ZSet(k, np.ones(len(k), dtype=np.int64))  # noqa: E731
+    return ones(a).plus(ones(b)).keys
 
 
 def epoch_keys(batch: ZSet | IndexedZSet | None, prior: Trace, time: Time) -> np.ndarray:
     """Key rows (sorted, unique) of the batch and of the trace's entries in ``time``'s epoch."""
     t, nk = as_row(time), prior.n_key
-    parts = [] if batch is None else [_rows(batch).keys[:, :nk]]
+    mine = np.zeros((0, nk), dtype=np.int64)
+    if batch is not None and len(_rows(batch)):
+        mine = ZSet.from_arrays(_rows(batch).keys[:, :nk], arity=nk).keys
     box = Box([t[0]] + [None] * (len(t) - 1), t)
-    if prior.may_have(box):
-        rows, _, _ = prior.entries(box)
-        parts.append(rows[:, :nk])
-    if not parts:
-        return np.zeros((0, nk), dtype=np.int64)
-    return ZSet.from_arrays(np.concatenate(parts), arity=nk).keys
+    if not prior.may_have(box):
+        return mine
+    return _union_keys(mine, prior.keys_in(box))
 
 
 def next_iteration(trace: Trace, keys: np.ndarray, time: Time) -> int | None:
