@@ -205,11 +205,15 @@ def consolidate_sorted_parts(parts: list[tuple[I64, I64]], arity: int) -> ZSet:
     >>> consolidate_sorted_parts([a, b], 2).to_dict()
     {(0, 5): 2, (1, 2): 2}
     """
-    zs = [ZSet(*_sum_adjacent(np.ascontiguousarray(k, dtype=np.int64).reshape(-1, arity),
-                              np.ascontiguousarray(w, dtype=np.int64)))
-          for k, w in parts if len(w)]
-    if not zs:
+    parts = [(k, w) for k, w in parts if len(w)]
+    if not parts:
         return ZSet.empty(arity)
+    if arity == 0:  # rows without columns (a cross product's key): all rows are equal
+        return ZSet.from_arrays(np.zeros((sum(len(w) for _, w in parts), 0), dtype=np.int64),
+                                np.concatenate([w for _, w in parts]), arity=0)
+    zs = [ZSet(*_sum_adjacent(np.ascontiguousarray(k, dtype=np.int64).reshape(len(w), arity),
+                              np.ascontiguousarray(w, dtype=np.int64)))
+          for k, w in parts]
     zs.sort(key=len, reverse=True)
     while len(zs) > 1:
         b, a = zs.pop(), zs.pop()
