@@ -39,13 +39,13 @@ from typing import Any
 
 import numpy as np
 
+from queries import magic
 from queries.ast import (
     DEFAULT_SRC, Blank, Const, FindAggregate, FindPull, FnCall, Not, NotJoin, Or,
     OrJoin, Pattern, Predicate, Query, Rule, RuleCall, Var, bound_vars, free_vars,
 )
 from queries.clauses import _bind, _branch, _take_ready, _truthy, check_stratified
 from queries.compile import Evaluator, Table
-from queries import magic
 from queries.functions import DB_FUNCTIONS, FUNCTIONS, aggregate, call
 from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
 from wcoj.errors import QueryError, UnboundVariableError

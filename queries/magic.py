@@ -53,7 +53,16 @@ from collections.abc import Iterable
 from typing import Any
 
 from queries.ast import (
-    DEFAULT_SRC, Const, Pattern, Predicate, Query, Rule, RuleCall, Var, bound_vars, free_vars,
+    DEFAULT_SRC,
+    Const,
+    Pattern,
+    Predicate,
+    Query,
+    Rule,
+    RuleCall,
+    Var,
+    bound_vars,
+    free_vars,
 )
 from queries.functions import FUNCTIONS
 from queries.parse import _calls
