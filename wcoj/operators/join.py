@@ -80,6 +80,12 @@ def _with_batch(prior: Trace, batch: IndexedZSet, t: tuple[int, ...], box: Box,
     return z.plus(add.zset)
 
 
+def _size_in(prior: Trace, batch: IndexedZSet, t: tuple[int, ...], box: Box) -> int:
+    """An upper bound of the rows of ``prior + batch at t`` in ``box`` (run sizes only)."""
+    n = sum(len(r) for r in prior._all_runs() if len(r) and box.may_overlap(r.tlo, r.thi))
+    return n + (len(batch) if box.contains(t) else 0)
+
+
 def join_lattice(a: IndexedZSet, b: IndexedZSet, a_prior: Trace, b_prior: Trace, time: Time,
                  fn: Callable | None = None, arity: int | None = None) -> ZSet:
     """``Σ_{t1 ⊔ t2 = time} a[t1] ⋈ b[t2]`` with ``a``, ``b`` the deltas at ``time`` and the
@@ -103,7 +109,7 @@ def join_lattice(a: IndexedZSet, b: IndexedZSet, a_prior: Trace, b_prior: Trace,
             continue
         if not (b_prior.may_have(bbox) or (not b.is_empty() and bbox.contains(t))):
             continue
-        if m[0]:  # a is in the current epoch: small side first
+        if _size_in(a_prior, a, t, abox) <= _size_in(b_prior, b, t, bbox):  # small side first
             za = _with_batch(a_prior, a, t, abox)
             if za.is_empty():
                 continue
