@@ -269,4 +269,6 @@ def rewrite(query: Query, rules: list[Rule], known: Iterable[str] = ()) -> tuple
     if where == tuple(query.where):
         return query, rules
     rw.run()
+    if {r.name for r in rw.out} & set(rw.by_name):  # the user named a rule like ours
+        return query, rules
     return dataclasses.replace(query, where=where), list(rules) + rw.out

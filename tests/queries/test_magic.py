@@ -124,3 +124,9 @@ def test_unselective_or_unbound_calls_are_left_alone():
                  '[:find ?a :in $ % :where [?a :name _] (not (reach ?a ?a))]'):
         q = parse_query(text)
         assert magic.rewrite(q, rules) == (q, rules)
+
+
+def test_a_user_rule_named_like_an_adorned_one_turns_the_rewrite_off():
+    rules = parse_rules(RIGHT[:-1] + ' [(reach__bf ?a ?b) [?a :edge ?b]]]')
+    q = parse_query(FROM0.format(r="reach"))
+    assert magic.rewrite(q, rules) == (q, rules)
