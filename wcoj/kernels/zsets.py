@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 __all__ = ["I64_MAX", "I64_MIN", "multiply_into", "segment_sum_into", "run_sums_into", "cross_multiply_into",
-           "sort_small_into", "merge_rows_into", "sum_adjacent_into", "corner_sums_into", "SMALL_ROWS"]
+           "sort_small_into", "merge_rows_into", "sum_adjacent_into", "corner_sums_into", "cross_rows_into", "SMALL_ROWS"]
 
 I64_MAX = np.iinfo(np.int64).max
 I64_MIN = np.iinfo(np.int64).min
@@ -137,6 +137,34 @@ def cross_multiply_into(a_lo, a_n, b_lo, b_n, wa, wb, out_i, out_j, out_w):
                 out_w[t] = x * wb[j]
                 t += 1
     return -1
+
+
+@njit(cache=True, nogil=True)
+def cross_rows_into(ka, kb, n_key, a_lo, a_n, b_lo, b_n, wa, wb, out_keys, out_w):
+    """The rows of a join, written in place: for each matched run pair ``r``, every
+    ``(i, j)`` of ``[a_lo[r], a_lo[r] + a_n[r]) x [b_lo[r], b_lo[r] + b_n[r])`` in
+    row-major order gets the output row ``ka[i] ++ kb[j, n_key:]`` and the weight
+    ``wa[i] * wb[j]`` (checked). ``cross_multiply_into`` fused with the row gathers, so no
+    index arrays are built. The caller allocates ``sum(a_n * b_n)`` output rows.
+
+    Returns ``(i, j)`` of the first product that leaves int64, or ``(-1, -1)``.
+    """
+    t = 0
+    wa_cols = ka.shape[1]
+    wb_cols = kb.shape[1] - n_key
+    for r in range(a_lo.shape[0]):
+        for i in range(a_lo[r], a_lo[r] + a_n[r]):
+            x = wa[i]
+            for j in range(b_lo[r], b_lo[r] + b_n[r]):
+                if _mul_overflows(x, wb[j]):
+                    return i, j
+                for c in range(wa_cols):
+                    out_keys[t, c] = ka[i, c]
+                for c in range(wb_cols):
+                    out_keys[t, wa_cols + c] = kb[j, n_key + c]
+                out_w[t] = x * wb[j]
+                t += 1
+    return -1, -1
 
 
 @njit(cache=True, nogil=True, inline="always")

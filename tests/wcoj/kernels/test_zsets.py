@@ -238,3 +238,24 @@ def test_corner_sums_report_overflow():
     bad = wk.corner_sums_into(arr([0, 0]), np.zeros((2, 1), np.int64), arr([I64_MAX, 1]),
                               np.zeros((1, 1), np.int64), out)
     assert bad == 1
+
+
+@given(matched_runs())
+def test_cross_rows_into_equals_the_products_and_gathers_of_the_twin(runs):
+    """Rows ``ka[i] ++ kb[j, 1:]`` and weights ``wa[i] * wb[j]`` in the twin's order; the
+    first overflowing product is named by its ``(i, j)``."""
+    a_lo, a_n, b_lo, b_n, wa, wb = runs
+    ka = np.array([[i // 2, 10 + i] for i in range(len(wa))], np.int64).reshape(-1, 2)
+    kb = np.array([[j // 2, 100 + j, 200 + j] for j in range(len(wb))], np.int64).reshape(-1, 3)
+    total = sum(x * y for x, y in zip(a_n, b_n))
+    out_k = np.full((total, 4), SENTINEL, np.int64)
+    out_w = np.full(total, SENTINEL, np.int64)
+    bi, bj = wk.cross_rows_into(ka, kb, 1, arr(a_lo), arr(a_n), arr(b_lo), arr(b_n), arr(wa),
+                                arr(wb), out_k, out_w)
+    twin, twin_bad = ref.cross_multiply_into(a_lo, a_n, b_lo, b_n, wa, wb)
+    if twin_bad >= 0:
+        assert bi >= 0 and not ref.fits(int(wa[bi]) * int(wb[bj]))
+    else:
+        assert (int(bi), int(bj)) == (-1, -1)
+    assert out_w[:len(twin)].tolist() == [w for _, _, w in twin]
+    assert out_k[:len(twin)].tolist() == [ka[i].tolist() + kb[j, 1:].tolist() for i, j, _ in twin]
