@@ -1,11 +1,20 @@
-"""Datalog views versus re-running q after every transaction.
+"""Datalog views versus re-running the query after every transaction, and recursive
+queries asked once versus DuckDB (and DataScript, when ``node`` can load it).
 
-Two queries over generated data: a cyclic one (triangles of ``:knows`` edges, kept by the
-incremental generic join) and a recursive rule (ancestors over a random ``:parent`` forest,
-kept by the rule's child circuit, ``queries.circuits``; the count is per-group state). For transactions of 1, 100 and 10,000
-datoms (half adds, half retracts of existing datoms), the median time of
+Views: a cyclic query (triangles of ``:knows`` edges, kept by the incremental generic
+join) and two recursive rules (ancestors over a random ``:parent`` forest; everyone
+``:knows``-reachable from one person, through the demand rewrite of ``queries.magic``),
+kept by the rules' child circuits (``queries.circuits``). For transactions of 1, 100 and
+10,000 datoms (half adds, half retracts of existing datoms), the median time of
 ``transact`` with the view registered (the view's change included) is set against
-``transact`` without views followed by ``q``. Run:
+``transact`` without views followed by a fresh evaluation of the query (``--requery
+view``: a new view's first tick, which is what ``q`` runs; ``--requery q``: ``db.q``).
+
+Batch (``--batch-people``): ``n`` people who each ``:follows`` 10 random people;
+reachability from one person and the whole transitive closure (``--closure-people``),
+asked once (a view's first tick) against DuckDB's recursive CTE over the same edges, and
+DataScript (``npm install datascript`` in a temporary directory; skipped when ``node`` or
+npm is missing, cut off after ``--datascript-timeout`` seconds). Run:
 
     python -m benchmarks.bench_datalog --people 3000 --edges 30000 --repeat 3 --seed 0
 
@@ -15,7 +24,12 @@ datoms (half adds, half retracts of existing datoms), the median time of
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import shutil
 import statistics
+import subprocess
+import tempfile
 import time
 
 import numpy as np
@@ -29,6 +43,37 @@ SCHEMA = '''[{:db/ident :name :db/valueType :db.type/string :db/unique :db.uniqu
 TRIANGLE = '[:find ?a ?b ?c :where [?a :knows ?b] [?b :knows ?c] [?c :knows ?a]]'
 RULES = '[[(anc ?a ?b) [?a :parent ?b]] [(anc ?a ?b) [?a :parent ?x] (anc ?x ?b)]]'
 ANCESTORS = '[:find (count ?b) . :in $ % :where (anc ?a ?b)]'
+KNOWS = '[[(reach ?a ?b) [?a :knows ?b]] [(reach ?a ?b) [?a :knows ?x] (reach ?x ?b)]]'
+REACH_ONE = '[:find (count ?b) . :in $ % :where [?a :name "p1"] (reach ?a ?b)]'
+FOLLOWS_SCHEMA = ('[{:db/ident :name :db/valueType :db.type/string :db/unique :db.unique/identity}'
+                  ' {:db/ident :follows :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}]')
+FOLLOWS = '[[(reach ?a ?b) [?a :follows ?b]] [(reach ?a ?b) [?a :follows ?x] (reach ?x ?b)]]'
+BATCH = {"reach-one": '[:find (count ?b) . :in $ % :where [?a :name "p1"] (reach ?a ?b)]',
+         "closure": '[:find (count ?b) . :in $ % :where (reach ?a ?b)]'}
+SQL = {"reach-one": """WITH RECURSIVE r(b) AS (
+           SELECT e.dst FROM e JOIN people p ON e.src = p.id WHERE p.name = 'p1'
+           UNION SELECT e.dst FROM e JOIN r ON e.src = r.b)
+       SELECT count(*) FROM r""",
+       "closure": """WITH RECURSIVE r(a, b) AS (
+           SELECT src, dst FROM e UNION SELECT e.src, r.b FROM e JOIN r ON e.dst = r.a)
+       SELECT count(DISTINCT b) FROM r"""}
+DATASCRIPT_JS = r"""
+const d = require('datascript');
+const [edgesFile, query] = process.argv.slice(2);
+const {n, src, dst} = JSON.parse(require('fs').readFileSync(edgesFile));
+const schema = {follows: {':db/valueType': ':db.type/ref', ':db/cardinality': ':db.cardinality/many'},
+                name: {':db/unique': ':db.unique/identity'}};
+const tx = [];
+for (let i = 1; i <= n; i++) tx.push([':db/add', i, 'name', 'p' + (i - 1)]);
+for (let i = 0; i < src.length; i++) tx.push([':db/add', src[i], 'follows', dst[i]]);
+const db = d.db_with(d.empty_db(schema), tx);
+const rules = '[[(reach ?a ?b) [?a "follows" ?b]] [(reach ?a ?b) [?a "follows" ?x] (reach ?x ?b)]]';
+const t = process.hrtime.bigint();
+const out = d.q(query, db, rules);
+console.log(JSON.stringify({count: out, ms: Number(process.hrtime.bigint() - t) / 1e6}));
+"""
+DATASCRIPT_Q = {"reach-one": '[:find (count ?b) . :in $ % :where [?a "name" "p1"] (reach ?a ?b)]',
+                "closure": '[:find (count ?b) . :in $ % :where (reach ?a ?b)]'}
 
 
 def build(n_people: int, n_edges: int, rng: np.random.Generator):
@@ -68,27 +113,55 @@ def apply(current, ops):
 def run(args) -> Results:
     res = Results("bench_datalog", args.seed, args=vars(args), people=args.people, edges=args.edges)
     print(header("bench_datalog", args.seed, people=args.people, edges=args.edges))
-    measure(args.people, args.edges, args.tx, args.repeat, args.seed, res)
+    if args.people:
+        measure(args.people, args.edges, args.tx, args.repeat, args.seed, res,
+                queries=args.queries, requery=args.requery, cpu=args.clock == "cpu")
+    if args.batch_people:
+        batch(args.batch_people, args.closure_people, args.repeat, args.seed, res,
+              args.datascript_timeout)
     res.write(getattr(args, "json", None))
     return res
 
 
+def requery_once(db: Database, query: str, inputs: tuple, how: str = "view"):
+    """Evaluate ``query`` from scratch: a fresh view's first tick (what ``q`` runs), or ``q``."""
+    if how == "q":
+        return db.q(query, *inputs)
+    v = db.view(query, *inputs, name="__requery")
+    try:
+        return v.result()
+    finally:
+        db.drop_view("__requery")
+
+
+VIEW_QUERIES = {"triangle": (TRIANGLE, (), ":knows"), "ancestors": (ANCESTORS, (RULES,), ":parent"),
+                "reach-one": (REACH_ONE, (KNOWS,), ":knows")}
+
+
 def measure(people: int = 3000, edges: int = 30000, tx=(1, 100, 10000), repeat: int = 3, seed: int = 0,
-            results: Results | None = None) -> Results:
-    """One row per query and transaction size (table ``views``), printed as measured."""
+            results: Results | None = None, queries=tuple(VIEW_QUERIES), requery: str = "view",
+            cpu: bool = True) -> Results:
+    """One row per query and transaction size (table ``views``), printed as measured.
+
+    Both columns run the same single-threaded Python in this process, so by default they
+    are timed in process CPU time, which the other jobs of a shared machine disturb far
+    less than wall time (``cpu=False``: wall time).
+    """
+    clock = time.process_time if cpu else time.perf_counter
     args = argparse.Namespace(people=people, edges=edges, tx=list(tx), repeat=repeat, seed=seed)
     results = results or Results("bench_datalog", seed, people=people, edges=edges)
     print(f"{'query':10} {'tx_datoms':>9} {'view_ms':>10} {'requery_ms':>11} "
-          f"{'view/requery':>13}")
-    for name, query, inputs, attr in [("triangle", TRIANGLE, (), ":knows"),
-                                      ("ancestors", ANCESTORS, (RULES,), ":parent")]:
+          f"{'view/requery':>13} {'speedup':>8}  ({'cpu' if cpu else 'wall'} time)")
+    for name in queries:
+        query, inputs, attr = VIEW_QUERIES[name]
+
         for k in args.tx:
             rng = np.random.default_rng(args.seed)
             with_view, plain = [build(args.people, args.edges, rng)[:4] for _ in range(2)]
             view_db, eids, edges_v, parents_v = with_view
             plain_db, _, edges_p, parents_p = plain
             view = view_db.view(query, *inputs)
-            plain_db.q(query, *inputs)  # warm-up: JIT compilation is not what we measure
+            requery_once(plain_db, query, inputs, requery)  # warm-up: JIT compilation
             for d, cur in ((view_db, edges_v if attr == ":knows" else parents_v),
                            (plain_db, edges_p if attr == ":knows" else parents_p)):
                 tx, ops = make_tx(attr, cur, 2, args.people // 4, np.random.default_rng(99),
@@ -102,20 +175,129 @@ def measure(people: int = 3000, edges: int = 30000, tx=(1, 100, 10000), repeat: 
                 tx, ops = make_tx(attr, cur_v, k, args.people if attr == ":knows"
                                   else args.people // 4, np.random.default_rng(args.seed + r),
                                   eids)
-                t0 = time.perf_counter()
+                t0 = clock()
                 view_db.transact(tx)
-                view.result() if name == "ancestors" else None
-                tv.append(time.perf_counter() - t0)
-                t0 = time.perf_counter()
+                view.result() if name != "triangle" else None
+                tv.append(clock() - t0)
+                t0 = clock()
                 plain_db.transact(tx)
-                plain_db.q(query, *inputs)
-                tq.append(time.perf_counter() - t0)
+                requery_once(plain_db, query, inputs, requery)
+                tq.append(clock() - t0)
                 apply(cur_v, ops)
                 if cur_p is not cur_v:
                     apply(cur_p, ops)
             mv, mq = statistics.median(tv) * 1e3, statistics.median(tq) * 1e3
             results.add("views", query=name, tx_datoms=k, view_ms=mv, requery_ms=mq)
-            print(f"{name:10} {k:9d} {mv:10.1f} {mq:11.1f} {mv / mq:12.3f}x", flush=True)
+            print(f"{name:10} {k:9d} {mv:10.1f} {mq:11.1f} {mv / mq:12.3f}x {mq / mv:7.1f}x",
+                  flush=True)
+    return results
+
+
+def follows_graph(n: int, seed: int, degree: int = 10):
+    """``n`` people (entity ids 1..n, names p0..p{n-1}), each following ``degree`` random people."""
+    rng = np.random.default_rng(seed)
+    src = np.repeat(np.arange(1, n + 1), degree)
+    dst = rng.integers(1, n + 1, n * degree)
+    return src, dst
+
+
+def _engine(n: int, src, dst, query: str) -> tuple[float, object]:
+    db = Database()
+    db.transact(FOLLOWS_SCHEMA)
+    db.load_datoms(np.arange(1, n + 1), ":name", np.array([f"p{i}" for i in range(n)], dtype=object))
+    db.load_datoms(src, ":follows", dst)
+    t0 = time.perf_counter()
+    out = requery_once(db, query, (FOLLOWS,))
+    return (time.perf_counter() - t0) * 1e3, out
+
+
+def _duckdb(n: int, src, dst, sql: str) -> tuple[float, object] | None:
+    try:
+        import duckdb
+        import pandas as pd
+    except ImportError:
+        return None
+    con = duckdb.connect()
+    e = pd.DataFrame({"src": src, "dst": dst})  # noqa: F841  (read by name in SQL)
+    people = pd.DataFrame({"id": np.arange(1, n + 1), "name": [f"p{i}" for i in range(n)]})  # noqa: F841
+    con.execute("CREATE TABLE e AS SELECT * FROM e")
+    con.execute("CREATE TABLE people AS SELECT * FROM people")
+    t0 = time.perf_counter()
+    out = con.execute(sql).fetchone()[0]
+    return (time.perf_counter() - t0) * 1e3, out
+
+
+def _datascript_dir() -> str | None:
+    """A temporary directory with ``datascript`` installed by npm, or None."""
+    if not (shutil.which("node") and shutil.which("npm")):
+        return None
+    d = tempfile.mkdtemp(prefix="bench_datascript_")
+    r = subprocess.run(["npm", "install", "--silent", "datascript"], cwd=d, capture_output=True,
+                       timeout=300)
+    if r.returncode != 0:
+        shutil.rmtree(d, ignore_errors=True)
+        return None
+    with open(os.path.join(d, "q.js"), "w") as f:
+        f.write(DATASCRIPT_JS)
+    return d
+
+
+def _datascript(d: str | None, n: int, src, dst, query: str, timeout: float):
+    """``(ms, count)`` of DataScript's query time (its load excluded), "timeout", or None."""
+    if d is None:
+        return None
+    edges = os.path.join(d, f"edges{n}.json")
+    if not os.path.exists(edges):
+        with open(edges, "w") as f:
+            json.dump({"n": n, "src": src.tolist(), "dst": dst.tolist()}, f)
+    try:
+        r = subprocess.run(["node", "q.js", edges, query], cwd=d, capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    if r.returncode != 0:
+        return None
+    out = json.loads(r.stdout)
+    return out["ms"], out["count"]
+
+
+def batch(sizes=(1000, 10000), closure_sizes=(1000,), repeat: int = 3, seed: int = 0,
+          results: Results | None = None, datascript_timeout: float = 60.0) -> Results:
+    """Recursive queries asked once (table ``batch``): the engine (a view's first tick, as
+    ``q``) against DuckDB's recursive CTE and DataScript, medians of ``repeat`` runs
+    (one run for the closure: it takes seconds)."""
+    results = results or Results("bench_datalog", seed)
+    ds = _datascript_dir()
+    print(f"\n{'query':10} {'people':>7} {'rows':>8} {'engine_ms':>10} {'duckdb_ms':>10} "
+          f"{'datascript_ms':>14} {'engine/duckdb':>14}")
+    try:
+        for n in sizes:
+            src, dst = follows_graph(n, seed)
+            for name, query in BATCH.items():
+                if name == "closure" and n not in closure_sizes:
+                    continue
+                reps = 1 if name == "closure" else repeat
+                _engine(100, *follows_graph(100, seed), query)  # warm-up: JIT compilation
+                eng = [_engine(n, src, dst, query) for _ in range(reps)]
+                duck = [_duckdb(n, src, dst, SQL[name]) for _ in range(reps)]
+                me, got = statistics.median(t for t, _ in eng), eng[0][1]
+                md = statistics.median(t for t, _ in duck) if duck[0] else None
+                if duck[0] and duck[0][1] != got:
+                    raise AssertionError(f"{name} n={n}: engine {got}, duckdb {duck[0][1]}")
+                dres = _datascript(ds, n, src, dst, DATASCRIPT_Q[name], datascript_timeout)
+                if isinstance(dres, tuple) and dres[1] != got:
+                    raise AssertionError(f"{name} n={n}: engine {got}, datascript {dres[1]}")
+                dtxt = (f"{dres[0]:.1f}" if isinstance(dres, tuple) else
+                        f">{datascript_timeout * 1e3:.0f}" if dres == "timeout" else "-")
+                results.add("batch", query=name, people=n, rows=got, engine_ms=me, duckdb_ms=md,
+                            datascript_ms=dres[0] if isinstance(dres, tuple) else dres)
+                dtxt_duck = f"{md:.1f}" if md is not None else "-"
+                ratio = f"{me / md:.3f}x" if md else "-"
+                print(f"{name:10} {n:7d} {got:8d} {me:10.1f} {dtxt_duck:>10} {dtxt:>14} {ratio:>14}",
+                      flush=True)
+    finally:
+        if ds:
+            shutil.rmtree(ds, ignore_errors=True)
     return results
 
 
@@ -126,6 +308,17 @@ def main() -> None:
     p.add_argument("--tx", type=int, nargs="+", default=[1, 100, 10000])
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--queries", nargs="*", default=list(VIEW_QUERIES), choices=list(VIEW_QUERIES),
+                   help="views to measure against re-evaluation")
+    p.add_argument("--requery", choices=("view", "q"), default="view",
+                   help="re-evaluate with a fresh view's first tick (what q runs) or db.q")
+    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                   help="time the view rows in process CPU time (default) or wall time")
+    p.add_argument("--batch-people", type=int, nargs="*", default=[],
+                   help="people counts for the batch recursive queries, e.g. 1000 10000")
+    p.add_argument("--closure-people", type=int, nargs="*", default=[1000],
+                   help="the batch sizes at which the whole closure is also asked")
+    p.add_argument("--datascript-timeout", type=float, default=60.0)
     add_json_arg(p)
     run(p.parse_args())
 

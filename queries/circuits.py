@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from queries import magic
 from queries.ast import (
     Blank, Const, FindAggregate, FnCall, Not, NotJoin, Or,
     OrJoin, Pattern, Predicate, Query, Rule, RuleCall, Var, bound_vars, free_vars, required_vars,
@@ -55,7 +56,7 @@ from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
 from wcoj.config import RECURSION_LIMIT
 from wcoj.errors import CircuitError, NoFixedPointError, QueryError, UnboundVariableError
 from wcoj.generic_join import IncrementalGenericJoin
-from wcoj.operators import distinct_nested, incremental_join
+from wcoj.operators import distinct_nested, fold_map, incremental_join
 from wcoj.zset import ZSet
 
 __all__ = ["CompiledView", "compile_view", "Groups"]
@@ -151,6 +152,8 @@ class CompiledView:
 
     def __init__(self, ev: Binder, query: Query, table: Table, rules: list[Rule]):
         self.ev, self.store, self.query = ev, ev.store, query
+        # demand: bound arguments of rule calls restrict the rules (queries.magic)
+        query, rules = magic.rewrite(query, rules, table.vars if len(table.rows) == 1 else ())
         self.rules: dict[str, list[Rule]] = {}
         for r in rules:
             self.rules.setdefault(r.name, []).append(r)
@@ -483,7 +486,12 @@ class CompiledView:
             if missing:
                 raise UnboundVariableError(r, missing, "bottom-up evaluation needs every head "
                                            "variable bound by the rule body")
-            parts.append(Rel(self.project(body, params).stream, _positions(len(params))))
+            if tuple(params) == body.vars:
+                stream = body.stream
+            else:  # the body's last join is ours alone: project inside its consolidation
+                idx = [body.vars.index(v) for v in params]
+                stream = fold_map(body.stream, lambda k, idx=idx: k[:, idx], len(idx))
+            parts.append(Rel(stream, _positions(len(params))))
         return self.distinct(self._union(parts))
 
 

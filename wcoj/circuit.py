@@ -127,6 +127,7 @@ class Circuit:
             raise CircuitError(f"fixedpoint must be 'empty' or 'unchanged', got {fixedpoint!r}")
         self.nodes: list[_Node] = []
         self.parent, self.local_id = _parent, _local_id
+        self._path: tuple[int, ...] | None = None
         self.max_iterations, self.fixedpoint = int(max_iterations), fixedpoint
         self.n_dims = 1 if _parent is None else _parent.n_dims + 1
         self._sources: dict[str, int] = {}
@@ -143,7 +144,9 @@ class Circuit:
         """Global id of this circuit (empty for the root)."""
         if self.parent is None:
             return ()
-        return self.parent.path() + (self.local_id,)
+        if self._path is None:  # a circuit never moves: compute it once
+            self._path = self.parent.path() + (self.local_id,)
+        return self._path
 
     def global_id(self, local_id: int) -> tuple[int, ...]:
         """The path of local ids from the root to node ``local_id``."""
@@ -376,15 +379,20 @@ class Circuit:
     def _eval(self, time: Time, given: Mapping[int, Any], state: dict[int, Any]) -> dict[int, Any]:
         """One evaluation at ``time``; updates the staged ``state`` dict, returns all values."""
         values: dict[int, Any] = {}
+        root = self._root()
         for j in self._topo():
             node = self.nodes[j]
             k = node.kind
             if k in ("source", "import"):
                 values[j] = given.get(j) if given.get(j) is not None else node.schema.empty(self.n_dims)
             elif k == "operator":
+                ins = [values[i] for i in node.inputs]
+                if node.op.linear and all(v.is_empty() for v in ins):
+                    values[j] = node.schema.empty(self.n_dims)  # stateless: nothing to stage
+                    continue
                 ctx = Context(time, self.n_dims, self.global_id(j))
-                out, state[j] = node.op.eval([values[i] for i in node.inputs], state[j], ctx)
-                self._root()._journal[ctx.node] = (node.op, state[j])
+                out, state[j] = node.op.eval(ins, state[j], ctx)
+                root._journal[ctx.node] = (node.op, state[j])
                 values[j] = out
             elif k == "feedback":
                 values[j] = state[j]

@@ -85,6 +85,9 @@ class Operator:
     name = "operator"
     input_kinds: tuple[str, ...] = ()
     variadic = False
+    # Stateless and zero in, zero out (``map``, ``plus``, ...): the runtime skips the call
+    # when every input is empty, which most inputs of a small change are.
+    linear = False
 
     def output_schema(self, inputs: list[Schema]) -> Schema:
         raise NotImplementedError

@@ -134,7 +134,14 @@ class Box:
 
     def mask(self, times: I64) -> npt.NDArray[np.bool_]:
         """Row mask of the times (``int64[n, d]``) inside the box."""
-        return np.all((times >= self.lows) & (times <= self.highs), axis=1)
+        m = np.ones(times.shape[0], dtype=bool)
+        for j, (lo, hi) in enumerate(zip(self._lo, self._hi)):  # per column: axis-1
+            col = times[:, j]                                   # reductions are slow
+            if lo != _LO:
+                m &= col >= lo
+            if hi != _HI:
+                m &= col <= hi
+        return m
 
     def contains(self, t: Time) -> bool:
         """True when the single time ``t`` lies in the box."""

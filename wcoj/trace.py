@@ -53,9 +53,9 @@ import numpy.typing as npt
 
 from wcoj.errors import ArityMismatchError, InputError
 from wcoj.indexed import IndexedZSet
-from wcoj.rows import Packing, group_starts, packing_for, row_order
+from wcoj.rows import Packing, _column_maxs, _column_mins, group_starts, packing_for, row_order
 from wcoj.time import Box, Time, as_row
-from wcoj.zset import ZSet
+from wcoj.zset import ZSet, consolidate_sorted_parts
 
 __all__ = ["Trace", "row_ids", "ranges_to_indices"]
 
@@ -108,19 +108,28 @@ def row_ids(*mats: I64) -> list[I64]:
 class _Run:
     """One consolidated block: ``keys`` = row columns then time columns, with weights."""
 
-    __slots__ = ("z", "n_key", "arity", "packing", "packed", "tlo", "thi")
+    __slots__ = ("z", "n_key", "arity", "_packing", "packed", "tlo", "thi")
 
     def __init__(self, z: ZSet, n_key: int, arity: int):
         self.z, self.n_key, self.arity = z, n_key, arity
-        keys = z.keys[:, :n_key]
-        self.packing: Packing | None = packing_for([keys]) if len(z) else None
-        self.packed = self.packing.pack(keys) if self.packing is not None else None
+        self._packing: Packing | None | bool = False  # packed on the first lookup
+        self.packed = None
         times = z.keys[:, arity:]
-        self.tlo = tuple(times.min(axis=0).tolist()) if len(z) else None
-        self.thi = tuple(times.max(axis=0).tolist()) if len(z) else None
+        self.tlo = tuple(_column_mins(times).tolist()) if len(z) else None
+        self.thi = tuple(_column_maxs(times).tolist()) if len(z) else None
 
     def __len__(self) -> int:
         return len(self.z)
+
+    @property
+    def packing(self) -> Packing | None:
+        """The key columns' packing (None when they need more than 63 bits), made on first
+        use: many runs are merged away before anyone looks a key up in them."""
+        if self._packing is False:
+            keys = self.z.keys[:, : self.n_key]
+            self._packing = packing_for([keys]) if len(self.z) else None
+            self.packed = self._packing.pack(keys) if self._packing is not None else None
+        return self._packing
 
     def match(self, keys: I64) -> I64:
         """Positions of the rows whose key is one of ``keys`` (sorted, unique rows)."""
@@ -143,6 +152,11 @@ class _Run:
             m = box.mask(k[:, self.arity:])
             k, w = k[m], w[m]
         return k, w
+
+
+def _at_or_after(run: _Run, f: tuple[int, ...] | None) -> bool:
+    """True when advancing ``run``'s times to ``f`` would change none of them."""
+    return f is None or not len(run) or all(a >= b for a, b in zip(run.tlo, f))
 
 
 def _advance_times(keys: I64, arity: int, frontier: tuple[int, ...] | None) -> I64:
@@ -265,12 +279,12 @@ class Trace:
         if self.frontier is not None:
             f = tuple(max(a, b) for a, b in zip(f, self.frontier))
         runs = list(self.runs)
-        if self.recent:
-            keys = np.concatenate([r.z.keys for r in self.recent])
-            weights = np.concatenate([r.z.weights for r in self.recent])
-            z = ZSet.from_arrays(_advance_times(keys, self.arity, f), weights)
-            if len(z):
-                runs.append(_Run(z, self.n_key, self.arity))
+        if len(self.recent) == 1 and _at_or_after(self.recent[0], f):
+            runs.append(self.recent[0])  # its times stay as they are: nothing to rewrite
+        elif self.recent:
+            run = self._merge(list(self.recent), f)
+            if len(run):
+                runs.append(run)
         self._merge_tail(runs, f)
         return Trace(self.arity, self.n_key, self.n_dims, tuple(r for r in runs if len(r)), (), f)
 
@@ -282,6 +296,9 @@ class Trace:
             runs.append(self._merge([a, b], f))
 
     def _merge(self, runs: list[_Run], f: tuple[int, ...] | None) -> _Run:
+        if all(_at_or_after(r, f) for r in runs):  # no time to rewrite: linear merges
+            return _Run(consolidate_sorted_parts([(r.z.keys, r.z.weights) for r in runs],
+                                                 self.arity + self.n_dims), self.n_key, self.arity)
         keys = np.concatenate([r.z.keys for r in runs])
         weights = np.concatenate([r.z.weights for r in runs])
         return _Run(ZSet.from_arrays(_advance_times(keys, self.arity, f), weights), self.n_key, self.arity)
@@ -333,6 +350,21 @@ class Trace:
         return (np.ascontiguousarray(k[:, : self.arity]), np.ascontiguousarray(k[:, self.arity:]),
                 np.concatenate(parts_w))
 
+    def keys_in(self, box: Box | None = None, keys: Any = None) -> I64:
+        """The distinct keys (sorted rows of ``n_key`` columns) of the entries in ``box``
+        (with a key in ``keys``): each run's entries are sorted by key already, so they
+        are deduplicated and merged in linear passes, without a sort."""
+        km = None if keys is None else self._key_matrix(keys)
+        nk, parts = self.n_key, []
+        if km is None or len(km):
+            for r in self._all_runs():
+                if not len(r) or (box is not None and not box.may_overlap(r.tlo, r.thi)):
+                    continue
+                k, w = r.entries(box, km)
+                if len(w):
+                    parts.append((k[:, :nk], np.ones(len(w), dtype=np.int64)))
+        return consolidate_sorted_parts(parts, nk).keys
+
     def lookup(self, keys: Any) -> tuple[I64, I64, I64]:
         """All ``(rows, times, weights)`` whose key is one of ``keys`` (a Z-set of key rows,
         an indexed Z-set, or an ``(m, n_key)`` array), for many keys at once.
@@ -342,9 +374,21 @@ class Trace:
         return self.entries(None, keys)
 
     def select(self, box: Box | None = None, keys: Any = None) -> ZSet:
-        """The consolidated Z-set of the entries in ``box`` (and with a key in ``keys``)."""
-        rows, _, weights = self.entries(box, keys)
-        return ZSet.from_arrays(rows, weights, arity=self.arity)
+        """The consolidated Z-set of the entries in ``box`` (and with a key in ``keys``).
+
+        Each run's entries come out sorted by row (a run is sorted by row, then time), so
+        they are summed and merged in linear passes, without a sort.
+        """
+        km = None if keys is None else self._key_matrix(keys)
+        parts = []
+        if km is None or len(km):
+            for r in self._all_runs():
+                if not len(r) or (box is not None and not box.may_overlap(r.tlo, r.thi)):
+                    continue
+                k, w = r.entries(box, km)
+                if len(w):
+                    parts.append((k[:, : self.arity], w))
+        return consolidate_sorted_parts(parts, self.arity)
 
     def upto(self, t: Time, keys: Any = None) -> ZSet:
         """Everything at times ``<= t``, consolidated (the integral at ``t``)."""

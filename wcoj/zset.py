@@ -30,7 +30,7 @@ from wcoj.kernels import zsets as wk
 from wcoj.kernels.zsets import SMALL_ROWS, merge_rows_into, sort_small_into
 from wcoj.rows import is_sorted_unique, packed_sort, sorted_runs
 
-__all__ = ["ZSet", "consolidate", "checked_weights", "raise_overflow"]
+__all__ = ["ZSet", "consolidate", "consolidate_sorted_parts", "checked_weights", "raise_overflow"]
 
 I64 = npt.NDArray[np.int64]
 _I64_MIN, _I64_MAX = int(wk.I64_MIN), int(wk.I64_MAX)
@@ -180,6 +180,46 @@ def _merge_plus(a_keys: I64, a_weights: I64, b_keys: I64, b_weights: I64) -> tup
         at = int(np.flatnonzero((b_keys == row).all(axis=1))[0])
         _raise_sum_overflow(row, np.array([a_weights[bad], b_weights[at]]))
     return out_keys[:m], out_w[:m]
+
+
+def _sum_adjacent(keys: I64, weights: I64) -> tuple[I64, I64]:
+    """Consolidate rows sorted with equal rows adjacent: one linear pass, no sort."""
+    n = keys.shape[0]
+    if n == 0:
+        return keys, weights
+    out_k, out_w = np.empty_like(keys), np.empty(n, dtype=np.int64)
+    m, bad = wk.sum_adjacent_into(keys, weights, out_k, out_w)
+    if bad >= 0:
+        row = keys[bad]
+        _raise_sum_overflow(row, weights[(keys == row).all(axis=1)])
+    return out_k[:m], out_w[:m]
+
+
+def consolidate_sorted_parts(parts: list[tuple[I64, I64]], arity: int) -> ZSet:
+    """The consolidated sum of parts whose rows are each already sorted (equal rows
+    adjacent, maybe repeated): a linear pass per part and pairwise linear merges (the
+    smallest first), instead of sorting their concatenation.
+
+    >>> a = (np.array([[1, 2], [1, 2], [3, 0]]), np.array([1, 1, 1]))
+    >>> b = (np.array([[0, 5], [3, 0]]), np.array([2, -1]))
+    >>> consolidate_sorted_parts([a, b], 2).to_dict()
+    {(0, 5): 2, (1, 2): 2}
+    """
+    parts = [(k, w) for k, w in parts if len(w)]
+    if not parts:
+        return ZSet.empty(arity)
+    if arity == 0:  # rows without columns (a cross product's key): all rows are equal
+        return ZSet.from_arrays(np.zeros((sum(len(w) for _, w in parts), 0), dtype=np.int64),
+                                np.concatenate([w for _, w in parts]), arity=0)
+    zs = [ZSet(*_sum_adjacent(np.ascontiguousarray(k, dtype=np.int64).reshape(len(w), arity),
+                              np.ascontiguousarray(w, dtype=np.int64)))
+          for k, w in parts]
+    zs.sort(key=len, reverse=True)
+    while len(zs) > 1:
+        b, a = zs.pop(), zs.pop()
+        zs.append(a.plus(b))
+        zs.sort(key=len, reverse=True)
+    return zs[0]
 
 
 _EMPTIES: dict = {}  # ZSet.empty per arity

@@ -373,3 +373,13 @@ def test_scale_overflow_just_past_the_bound_is_found(w, c):
     assert not ref.fits(w * c)
     with pytest.raises(WeightOverflowError, match=f"weight {w} \\* {c}"):
         ZSet.from_dict({(0,): w}).scale(c)
+
+
+def test_consolidate_sorted_parts_of_rows_without_columns():
+    """A cross product's key has no columns: every row is the same empty row."""
+    from wcoj.zset import consolidate_sorted_parts
+
+    parts = [(np.zeros((2, 0), np.int64), np.array([1, 2])), (np.zeros((1, 0), np.int64), np.array([-3]))]
+    assert consolidate_sorted_parts(parts, 0).is_empty()
+    z = consolidate_sorted_parts(parts[:1], 0)
+    assert z.to_dict() == {(): 3}

@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 __all__ = ["I64_MAX", "I64_MIN", "multiply_into", "segment_sum_into", "run_sums_into", "cross_multiply_into",
-           "sort_small_into", "merge_rows_into", "SMALL_ROWS"]
+           "sort_small_into", "merge_rows_into", "sum_adjacent_into", "corner_sums_into", "cross_rows_into", "SMALL_ROWS"]
 
 I64_MAX = np.iinfo(np.int64).max
 I64_MIN = np.iinfo(np.int64).min
@@ -139,6 +139,34 @@ def cross_multiply_into(a_lo, a_n, b_lo, b_n, wa, wb, out_i, out_j, out_w):
     return -1
 
 
+@njit(cache=True, nogil=True)
+def cross_rows_into(ka, kb, n_key, a_lo, a_n, b_lo, b_n, wa, wb, out_keys, out_w):
+    """The rows of a join, written in place: for each matched run pair ``r``, every
+    ``(i, j)`` of ``[a_lo[r], a_lo[r] + a_n[r]) x [b_lo[r], b_lo[r] + b_n[r])`` in
+    row-major order gets the output row ``ka[i] ++ kb[j, n_key:]`` and the weight
+    ``wa[i] * wb[j]`` (checked). ``cross_multiply_into`` fused with the row gathers, so no
+    index arrays are built. The caller allocates ``sum(a_n * b_n)`` output rows.
+
+    Returns ``(i, j)`` of the first product that leaves int64, or ``(-1, -1)``.
+    """
+    t = 0
+    wa_cols = ka.shape[1]
+    wb_cols = kb.shape[1] - n_key
+    for r in range(a_lo.shape[0]):
+        for i in range(a_lo[r], a_lo[r] + a_n[r]):
+            x = wa[i]
+            for j in range(b_lo[r], b_lo[r] + b_n[r]):
+                if _mul_overflows(x, wb[j]):
+                    return i, j
+                for c in range(wa_cols):
+                    out_keys[t, c] = ka[i, c]
+                for c in range(wb_cols):
+                    out_keys[t, wa_cols + c] = kb[j, n_key + c]
+                out_w[t] = x * wb[j]
+                t += 1
+    return -1, -1
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _cmp(a, i, b, j):
     """-1, 0 or 1: row ``a[i]`` against row ``b[j]``, column by column."""
@@ -220,3 +248,54 @@ def merge_rows_into(ka, wa, kb, wb, out_keys, out_w):
         out_keys[m], out_w[m] = kb[j], wb[j]
         m += 1
     return m, -1
+
+
+@njit(cache=True, nogil=True)
+def sum_adjacent_into(keys, w, out_keys, out_w):
+    """Consolidate rows that are already sorted (equal rows adjacent, not yet unique):
+    add the weights of each run of equal rows in order, drop zero sums, in O(n * width).
+
+    The caller allocates as many output rows as input rows. Returns ``(m, bad)``: rows
+    written, and the input row whose weight made a running sum leave int64 (-1 if none).
+    """
+    n = keys.shape[0]
+    m = 0
+    i = 0
+    while i < n:
+        acc = w[i]
+        j = i + 1
+        while j < n and _cmp(keys, j, keys, i) == 0:
+            if _add_overflows(acc, w[j]):
+                return m, j
+            acc += w[j]
+            j += 1
+        if acc != 0:
+            out_keys[m] = keys[i]
+            out_w[m] = acc
+            m += 1
+        i = j
+    return m, -1
+
+
+@njit(cache=True, nogil=True)
+def corner_sums_into(idx, times, w, corners, out):
+    """``out[c, idx[i]] += w[i]`` for every entry ``i`` whose time is ``<= corners[c]``
+    coordinate-wise (the per-key integrals at the corners of a lattice time).
+
+    ``idx``: int64[n] slots in ``out``'s columns; ``times``: int64[n, d]; ``corners``:
+    int64[c, d]; ``out``: int64[c, m], zeroed by the caller. Returns the first entry whose
+    addition leaves int64, or -1.
+    """
+    for i in range(idx.shape[0]):
+        for c in range(corners.shape[0]):
+            inside = True
+            for j in range(times.shape[1]):
+                if times[i, j] > corners[c, j]:
+                    inside = False
+                    break
+            if inside:
+                k = idx[i]
+                if _add_overflows(out[c, k], w[i]):
+                    return i
+                out[c, k] += w[i]
+    return -1

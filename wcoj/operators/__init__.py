@@ -39,6 +39,7 @@ from wcoj.operators.join import (
     JoinLattice,
     JoinStream,
     JoinTrace,
+    fold_map,
     incremental_join,
     join_lattice,
     join_stream,
@@ -68,7 +69,7 @@ from wcoj.operators.traces import (
 __all__ = [
     "Aggregate", "aggregate_incremental", "Distinct", "DistinctIncremental", "DistinctTrace",
     "distinct_incremental", "distinct_nested", "distinct_trace", "JoinLattice", "JoinStream",
-    "JoinTrace", "incremental_join", "join_lattice", "join_stream", "join_trace", "Consolidate",
+    "JoinTrace", "fold_map", "incremental_join", "join_lattice", "join_stream", "join_trace", "Consolidate",
     "Differentiate", "Filter", "IndexWith", "Inspect", "Integrate", "Map", "Minus", "Negate",
     "Plus", "Z1", "TraceAppend", "UntimedTraceAppend", "Z1Trace", "integrate_trace",
     "lattice_delta",

@@ -30,10 +30,10 @@ from wcoj.operators.linear import infer_arity
 from wcoj.operators.traces import _idle, _soonest, epoch_keys, integrate_trace, next_iteration
 from wcoj.time import Box, Time, as_row
 from wcoj.trace import Trace
-from wcoj.zset import ZSet
+from wcoj.zset import ZSet, consolidate_sorted_parts
 
 __all__ = ["JoinStream", "JoinTrace", "JoinLattice", "join_stream", "join_trace", "join_lattice",
-           "incremental_join"]
+           "incremental_join", "fold_map"]
 
 
 def join_stream(a: IndexedZSet, b: IndexedZSet, fn: Callable | None = None) -> ZSet:
@@ -70,9 +70,27 @@ def _sides(t: tuple[int, ...], m: tuple[int, ...]) -> tuple[Box, Box]:
     return Box(a_lo, a_hi), Box(b_lo, list(t))
 
 
-def join_lattice(a: IndexedZSet, b: IndexedZSet, a_prior: Trace, b_prior: Trace, time: Time) -> ZSet:
+def _with_batch(prior: Trace, batch: IndexedZSet, t: tuple[int, ...], box: Box,
+                keys: ZSet | None = None) -> ZSet:
+    """``(prior + batch at t).select(box, keys)`` without building that trace."""
+    z = prior.select(box, keys) if prior.may_have(box) else ZSet.empty(prior.arity)
+    if batch.is_empty() or not box.contains(t):
+        return z
+    add = batch if keys is None else batch.restrict(keys)
+    return z.plus(add.zset)
+
+
+def _size_in(prior: Trace, batch: IndexedZSet, t: tuple[int, ...], box: Box) -> int:
+    """An upper bound of the rows of ``prior + batch at t`` in ``box`` (run sizes only)."""
+    n = sum(len(r) for r in prior._all_runs() if len(r) and box.may_overlap(r.tlo, r.thi))
+    return n + (len(batch) if box.contains(t) else 0)
+
+
+def join_lattice(a: IndexedZSet, b: IndexedZSet, a_prior: Trace, b_prior: Trace, time: Time,
+                 fn: Callable | None = None, arity: int | None = None) -> ZSet:
     """``Σ_{t1 ⊔ t2 = time} a[t1] ⋈ b[t2]`` with ``a``, ``b`` the deltas at ``time`` and the
-    priors the deltas before it (module docstring). Unmapped rows (key, a value, b value).
+    priors the deltas before it (module docstring). Rows (key, a value, b value), or
+    ``fn`` of them (applied before the one consolidation: ``map`` is linear).
 
     >>> ta = Trace(2, 1, n_dims=2).insert(IndexedZSet.from_pairs([[1]], [[5]]), (0, 1))
     >>> tb = Trace(2, 1, n_dims=2)
@@ -81,30 +99,39 @@ def join_lattice(a: IndexedZSet, b: IndexedZSet, a_prior: Trace, b_prior: Trace,
     {(1, 5, 7): 1}
     """
     t = as_row(time)
-    A, B = a_prior.insert(a, time), b_prior.insert(b, time)
-    nk = A.n_key
+    nk = a_prior.n_key
     keys, weights = [], []
     for m in product((1, 0), repeat=len(t)):
         abox, bbox = _sides(t, m)
-        if abox.is_empty() or not A.may_have(abox) or not B.may_have(bbox):
+        if abox.is_empty():
             continue
-        if m[0]:  # a is in the current epoch: small side first
-            za = A.select(abox)
+        if not (a_prior.may_have(abox) or (not a.is_empty() and abox.contains(t))):
+            continue
+        if not (b_prior.may_have(bbox) or (not b.is_empty() and bbox.contains(t))):
+            continue
+        if _size_in(a_prior, a, t, abox) <= _size_in(b_prior, b, t, bbox):  # small side first
+            za = _with_batch(a_prior, a, t, abox)
             if za.is_empty():
                 continue
-            zb = B.select(bbox, keys=IndexedZSet(za, nk).group_keys())
+            zb = _with_batch(b_prior, b, t, bbox, IndexedZSet(za, nk).group_keys())
         else:
-            zb = B.select(bbox)
+            zb = _with_batch(b_prior, b, t, bbox)
             if zb.is_empty():
                 continue
-            za = A.select(abox, keys=IndexedZSet(zb, nk).group_keys())
+            za = _with_batch(a_prior, a, t, abox, IndexedZSet(zb, nk).group_keys())
         part = IndexedZSet(za, nk).join(IndexedZSet(zb, nk))
-        keys.append(part.keys)
-        weights.append(part.weights)
-    width = A.arity + B.arity - nk
+        if len(part):
+            keys.append(part.keys)
+            weights.append(part.weights)
+    width = a_prior.arity + b_prior.arity - nk
+    if fn is None:  # every part is sorted and unique: merge them
+        return consolidate_sorted_parts(list(zip(keys, weights)), width)
+    out_arity = width if arity is None else arity
     if not keys:
-        return ZSet.empty(width)
-    return ZSet.from_arrays(np.concatenate(keys), np.concatenate(weights), arity=width)
+        return ZSet.empty(out_arity)
+    k = keys[0] if len(keys) == 1 else np.concatenate(keys)
+    w = weights[0] if len(weights) == 1 else np.concatenate(weights)
+    return ZSet.from_arrays(np.asarray(fn(k)).reshape(k.shape[0], -1), w, arity=out_arity)
 
 
 class _Join(Operator):
@@ -167,7 +194,7 @@ class JoinLattice(_Join):
 
     def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
         a, b, ta, tb = values
-        return self._map(join_lattice(a, b, ta, tb, ctx.time)), state
+        return join_lattice(a, b, ta, tb, ctx.time, self.fn, self.arity), state
 
     def next_busy(self, values: list[Any], state: Any, ctx: Context) -> int | None:
         # With empty deltas from now on, only the terms "this epoch's a ⋈ an earlier
@@ -194,3 +221,33 @@ def incremental_join(a: Stream, b: Stream, fn: Callable | None = None, arity: in
     s2 = c.add(JoinTrace(fn, arity), a, pb)
     s3 = c.add(JoinTrace(fn, arity, flip=True), b, pa)
     return c.add(Plus(), c.add(Plus(), s1, s2), s3)
+
+
+def _unread(stream: Stream) -> bool:
+    """True when no node, sink or child import reads ``stream`` yet."""
+    c, j = stream.circuit, stream.node_id
+    if j in c._sinks.values() or any(j in n.inputs for n in c.nodes):
+        return False
+    return not any(n.kind == "import" and n.name == str(j)
+                   for ch in c.nodes if ch.kind == "child" for n in ch.child.nodes)
+
+
+def fold_map(stream: Stream, fn: Callable, arity: int) -> Stream:
+    """``stream.map(fn, arity)``, folded into the join that makes ``stream`` when it is a
+    nested join (``join_lattice``) that nothing reads yet: the join then applies ``fn``
+    before its one consolidation (``map`` is linear), which saves sorting the join's rows
+    twice (e.g. a rule body's join projected onto the rule's head).
+
+    The fold turns ``stream`` itself into the mapped stream, so the caller must not use
+    ``stream`` for anything else afterwards.
+    """
+    c: Circuit = stream.circuit
+    node = c.nodes[stream.node_id]
+    if node.kind != "operator" or not isinstance(node.op, JoinLattice) or not _unread(stream):
+        return stream.map(fn, arity=arity)
+    old = node.op.fn
+    both = fn if old is None else (lambda k, old=old: fn(old(k)))
+    node.op = JoinLattice(both, arity)
+    node.schema = Schema("zset", arity)
+    c._invalidate()
+    return stream

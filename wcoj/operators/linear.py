@@ -73,6 +73,7 @@ class Map(_Unary):
     """
 
     name = "map"
+    linear = True
 
     def __init__(self, fn: Callable, arity: int | None = None, rowwise: bool = False):
         self.fn, self.arity, self.rowwise = fn, arity, rowwise
@@ -98,6 +99,7 @@ class Filter(_Unary):
     """
 
     name = "filter"
+    linear = True
 
     def __init__(self, predicate: Callable, rowwise: bool = False):
         self.predicate, self.rowwise = predicate, rowwise
@@ -114,6 +116,7 @@ class IndexWith(Operator):
     """
 
     name = "index_with"
+    linear = True
     next_busy = _idle
     input_kinds = ("zset",)
 
@@ -185,6 +188,7 @@ class Negate(_ZOrIndexed):
     """
 
     name = "negate"
+    linear = True
 
     def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
         return values[0].negate(), state
@@ -199,6 +203,7 @@ class Plus(_ZOrIndexed):
     """
 
     name = "plus"
+    linear = True
     n_inputs = 2
 
     def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
@@ -214,6 +219,7 @@ class Minus(_ZOrIndexed):
     """
 
     name = "minus"
+    linear = True
     n_inputs = 2
 
     def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:

@@ -29,10 +29,11 @@ from typing import Any
 import numpy as np
 
 from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
-from wcoj.errors import CircuitError
+from wcoj.errors import CircuitError, WeightOverflowError
 from wcoj.indexed import IndexedZSet
+from wcoj.kernels.zsets import corner_sums_into
 from wcoj.time import Box, Time, as_row
-from wcoj.trace import Trace
+from wcoj.trace import Trace, row_ids
 from wcoj.zset import ZSet
 
 __all__ = ["TraceAppend", "UntimedTraceAppend", "Z1Trace", "integrate_trace", "lattice_delta",
@@ -60,27 +61,34 @@ def candidate_keys(batch: ZSet | IndexedZSet, prior: Trace, time: Time) -> np.nd
     boxes = [Box([x if k == j else None for k, x in enumerate(t)], t) for j in range(len(t))]
     if not all(prior.may_have(b) for b in boxes):
         return mine
-    rows, _, _ = prior.entries(boxes[0])
-    cand = ZSet.from_arrays(rows[:, :nk], arity=nk).keys
+    cand = prior.keys_in(boxes[0])
     for b in boxes[1:]:
         if not len(cand):
             break
-        rows, _, _ = prior.entries(b, keys=cand)
-        cand = ZSet.from_arrays(rows[:, :nk], arity=nk).keys
-    return ZSet.from_arrays(np.concatenate([mine, cand]), arity=nk).keys
+        cand = prior.keys_in(b, keys=cand)
+    return _union_keys(mine, cand)
+
+
+def _union_keys(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The union of two sorted unique key matrices, by one linear merge."""
+    if not len(b):
+        return a
+    if not len(a):
+        return b
+    ones = lambda k: ZSet(k, np.ones(len(k), dtype=np.int64))  # noqa: E731
+    return ones(a).plus(ones(b)).keys
 
 
 def epoch_keys(batch: ZSet | IndexedZSet | None, prior: Trace, time: Time) -> np.ndarray:
     """Key rows (sorted, unique) of the batch and of the trace's entries in ``time``'s epoch."""
     t, nk = as_row(time), prior.n_key
-    parts = [] if batch is None else [_rows(batch).keys[:, :nk]]
+    mine = np.zeros((0, nk), dtype=np.int64)
+    if batch is not None and len(_rows(batch)):
+        mine = ZSet.from_arrays(_rows(batch).keys[:, :nk], arity=nk).keys
     box = Box([t[0]] + [None] * (len(t) - 1), t)
-    if prior.may_have(box):
-        rows, _, _ = prior.entries(box)
-        parts.append(rows[:, :nk])
-    if not parts:
-        return np.zeros((0, nk), dtype=np.int64)
-    return ZSet.from_arrays(np.concatenate(parts), arity=nk).keys
+    if not prior.may_have(box):
+        return mine
+    return _union_keys(mine, prior.keys_in(box))
 
 
 def next_iteration(trace: Trace, keys: np.ndarray, time: Time) -> int | None:
@@ -108,6 +116,51 @@ def _idle(self: Operator, values: list[Any], state: Any, ctx: Context) -> int | 
     return None
 
 
+def _corners(t: tuple[int, ...]) -> list[tuple[int, np.ndarray]]:
+    """``(|S|, t - e_S)`` for every set S of coordinates whose corner is a valid time."""
+    out = []
+    for n in range(len(t) + 1):
+        for S in combinations(range(len(t)), n):
+            s = np.array([x - (j in S) for j, x in enumerate(t)], dtype=np.int64)
+            if s.min() >= 0:
+                out.append((n, s))
+    return out
+
+
+def _entries_with(prior: Trace, batch: ZSet, t: tuple[int, ...], keys: np.ndarray):
+    """``(rows, times, weights)`` of ``prior + batch at t`` up to ``t`` for ``keys``, without
+    inserting the batch into the trace."""
+    rows, times, w = prior.entries(Box.upto(t), keys=keys)
+    if batch.is_empty():
+        return rows, times, w
+    bt = np.broadcast_to(np.array(t, dtype=np.int64), (len(batch), len(t)))
+    return (np.concatenate([rows, batch.keys]), np.concatenate([times, bt]),
+            np.concatenate([w, batch.weights]))
+
+
+def _distinct_delta(cand: np.ndarray, rows: np.ndarray, times: np.ndarray, w: np.ndarray,
+                    t: tuple[int, ...]) -> ZSet:
+    """``lattice_delta`` of ``distinct`` over whole rows: per candidate row, the integral
+    at every corner in one kernel pass, then ``Σ_S (-1)^|S| H(corner sum)``. ``cand`` is
+    sorted and unique, so the result needs no sort."""
+    cid, rid = row_ids(cand, rows)
+    idx = np.searchsorted(cid, rid)
+    corners = _corners(t)
+    sums = np.zeros((len(corners), cand.shape[0]), dtype=np.int64)
+    bad = corner_sums_into(idx, np.ascontiguousarray(times), w,
+                           np.array([s for _, s in corners], dtype=np.int64).reshape(len(corners), len(t)),
+                           sums)
+    if bad >= 0:
+        raise WeightOverflowError(f"distinct: the accumulated weight of row "
+                                  f"{tuple(rows[bad].tolist())} does not fit in int64")
+    d = np.zeros(cand.shape[0], dtype=np.int64)
+    for (n, _), s in zip(corners, sums):
+        h = (s > 0).astype(np.int64)
+        d += h if n % 2 == 0 else -h
+    keep = d != 0
+    return ZSet(np.ascontiguousarray(cand[keep]), d[keep])
+
+
 def lattice_delta(f: Callable[[ZSet], ZSet], batch: ZSet | IndexedZSet, prior: Trace, time: Time,
                   out_arity: int) -> ZSet:
     """``Σ_S (-1)^|S| f(V(t - e_S))`` over the keys that can change (module docstring).
@@ -125,17 +178,15 @@ def lattice_delta(f: Callable[[ZSet], ZSet], batch: ZSet | IndexedZSet, prior: T
     if not len(cand):
         return ZSet.empty(out_arity)
     # One key-restricted scan of the trace; the 2^d corners are masks over its times.
-    rows, times, w = prior.insert(batch, time).entries(Box.upto(t), keys=cand)
+    rows, times, w = _entries_with(prior, _rows(batch), t, cand)
+    if f is ZSet.distinct and prior.n_key == prior.arity == out_arity:
+        return _distinct_delta(cand, rows, times, w, t)
     keys, weights = [], []
-    for n in range(len(t) + 1):
-        for S in combinations(range(len(t)), n):
-            s = np.array([x - (j in S) for j, x in enumerate(t)], dtype=np.int64)
-            if s.min() < 0:
-                continue
-            m = np.all(times <= s, axis=1)
-            part = f(ZSet.from_arrays(rows[m], w[m], arity=prior.arity))
-            keys.append(part.keys)
-            weights.append(part.weights if n % 2 == 0 else -part.weights)
+    for n, s in _corners(t):
+        m = np.all(times <= s, axis=1)
+        part = f(ZSet.from_arrays(rows[m], w[m], arity=prior.arity))
+        keys.append(part.keys)
+        weights.append(part.weights if n % 2 == 0 else -part.weights)
     return ZSet.from_arrays(np.concatenate(keys), np.concatenate(weights), arity=out_arity)
 
 

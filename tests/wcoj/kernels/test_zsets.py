@@ -197,3 +197,65 @@ def test_merge_rows_reports_overflow():
     out_k, out_w = np.empty((2, 2), np.int64), np.empty(2, np.int64)
     m, bad = wk.merge_rows_into(k, np.array([I64_MAX], np.int64), k, np.array([1], np.int64), out_k, out_w)
     assert bad == 0
+
+
+@given(rows_and_weights(width=2))
+def test_sum_adjacent_equals_a_dict_sum_of_sorted_rows(case):
+    _, rows, ws = case
+    order = sorted(range(len(rows)), key=lambda i: rows[i])  # stable: input order within a row
+    keys = np.array([rows[i] for i in order], np.int64).reshape(len(rows), 2)
+    w = np.array([ws[i] for i in order], np.int64)
+    out_k, out_w = np.empty_like(keys), np.empty(len(rows), np.int64)
+    m, bad = wk.sum_adjacent_into(keys, w, out_k, out_w)
+    want = consolidated(rows, ws)
+    assert bad == -1
+    assert [tuple(r) for r in out_k[:m].tolist()] == list(want)
+    assert out_w[:m].tolist() == list(want.values())
+
+
+def test_sum_adjacent_reports_overflow():
+    k = np.array([[1, 2], [1, 2]], np.int64)
+    out_k, out_w = np.empty((2, 2), np.int64), np.empty(2, np.int64)
+    assert wk.sum_adjacent_into(k, np.array([I64_MAX, 1], np.int64), out_k, out_w)[1] == 1
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), st.integers(0, 2),
+                          st.integers(-3, 3)), max_size=20))
+def test_corner_sums_equal_a_loop_over_the_corners(entries):
+    corners = [(2, 2), (1, 2), (2, 1), (1, 1)]
+    idx = arr([e[0] for e in entries])
+    times = np.array([e[1:3] for e in entries], np.int64).reshape(len(entries), 2)
+    w = arr([e[3] for e in entries])
+    out = np.zeros((len(corners), 4), np.int64)
+    assert wk.corner_sums_into(idx, times, w, np.array(corners, np.int64), out) == -1
+    want = [[sum(e[3] for e in entries if e[0] == k and e[1] <= c[0] and e[2] <= c[1])
+             for k in range(4)] for c in corners]
+    assert out.tolist() == want
+
+
+def test_corner_sums_report_overflow():
+    out = np.zeros((1, 1), np.int64)
+    bad = wk.corner_sums_into(arr([0, 0]), np.zeros((2, 1), np.int64), arr([I64_MAX, 1]),
+                              np.zeros((1, 1), np.int64), out)
+    assert bad == 1
+
+
+@given(matched_runs())
+def test_cross_rows_into_equals_the_products_and_gathers_of_the_twin(runs):
+    """Rows ``ka[i] ++ kb[j, 1:]`` and weights ``wa[i] * wb[j]`` in the twin's order; the
+    first overflowing product is named by its ``(i, j)``."""
+    a_lo, a_n, b_lo, b_n, wa, wb = runs
+    ka = np.array([[i // 2, 10 + i] for i in range(len(wa))], np.int64).reshape(-1, 2)
+    kb = np.array([[j // 2, 100 + j, 200 + j] for j in range(len(wb))], np.int64).reshape(-1, 3)
+    total = sum(x * y for x, y in zip(a_n, b_n))
+    out_k = np.full((total, 4), SENTINEL, np.int64)
+    out_w = np.full(total, SENTINEL, np.int64)
+    bi, bj = wk.cross_rows_into(ka, kb, 1, arr(a_lo), arr(a_n), arr(b_lo), arr(b_n), arr(wa),
+                                arr(wb), out_k, out_w)
+    twin, twin_bad = ref.cross_multiply_into(a_lo, a_n, b_lo, b_n, wa, wb)
+    if twin_bad >= 0:
+        assert bi >= 0 and not ref.fits(int(wa[bi]) * int(wb[bj]))
+    else:
+        assert (int(bi), int(bj)) == (-1, -1)
+    assert out_w[:len(twin)].tolist() == [w for _, _, w in twin]
+    assert out_k[:len(twin)].tolist() == [ka[i].tolist() + kb[j, 1:].tolist() for i, j, _ in twin]

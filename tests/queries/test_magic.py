@@ -1,0 +1,132 @@
+"""Demand (magic-set) rewriting: the same answers with and without it, after every
+transaction of random add/retract streams (so retractions must undo demand exactly too),
+and the rules it writes for the usual shapes."""
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from queries import magic
+from queries.database import Database
+from queries.parse import parse_query, parse_rules
+from tests.queries.datalog_oracle import reachable
+
+N = 5
+nodes = st.integers(0, N - 1)
+graphs = st.frozensets(st.tuples(nodes, nodes), max_size=12)
+snapshots = st.lists(graphs, min_size=1, max_size=6)
+
+SCHEMA = '''[{:db/ident :name :db/valueType :db.type/string :db/unique :db.unique/identity}
+             {:db/ident :edge :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}
+             {:db/ident :mark :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}]'''
+RIGHT = '[[(reach ?a ?b) [?a :edge ?b]] [(reach ?a ?b) [?a :edge ?x] (reach ?x ?b)]]'
+LEFT = '[[(reach ?a ?b) [?a :edge ?b]] [(reach ?a ?b) (reach ?a ?x) [?x :edge ?b]]]'
+NONLINEAR = '[[(reach ?a ?b) [?a :edge ?b]] [(reach ?a ?b) (reach ?a ?x) (reach ?x ?b)]]'
+MUTUAL = '''[[(odd ?a ?b) [?a :edge ?b]] [(odd ?a ?b) (even ?a ?x) [?x :edge ?b]]
+             [(even ?a ?b) (odd ?a ?x) [?x :edge ?b]]]'''
+# a rule calling another with a bound argument, and a negation inside a rule body
+TWO = '''[[(reach ?a ?b) [?a :edge ?b]] [(reach ?a ?b) [?a :edge ?x] (reach ?x ?b)]
+          [(marked ?a ?m) (reach ?a ?b) [?b :mark ?m]]
+          [(dead ?a ?b) (reach ?a ?b) (not [?b :edge _])]]'''
+FROM0 = '[:find ?b :in $ % :where [?a :name "n0"] ({r} ?a ?b)]'
+
+QUERIES = {
+    "right-from": (FROM0.format(r="reach"), (RIGHT,)),
+    "left-from": (FROM0.format(r="reach"), (LEFT,)),
+    "nonlinear-from": (FROM0.format(r="reach"), (NONLINEAR,)),
+    "odd-from": (FROM0.format(r="odd"), (MUTUAL,)),
+    "right-to": ('[:find ?a :in $ % :where [?b :name "n1"] (reach ?a ?b)]', (RIGHT,)),
+    "right-input": ('[:find ?b :in $ % ?n :where [?a :name ?n] (reach ?a ?b)]', (RIGHT, "n2")),
+    "right-count": ('[:find (count ?b) . :in $ % :where [?a :name "n0"] (reach ?a ?b)]',
+                    (RIGHT,)),
+    "right-both": ('[:find ?a ?b :in $ % :where [?a :name "n0"] [?b :name "n3"] '
+                   '(reach ?a ?b)]', (RIGHT,)),
+    "marked": ('[:find ?m :in $ % :where [?a :name "n0"] (marked ?a ?m)]', (TWO,)),
+    "dead": ('[:find ?b :in $ % :where [?a :name "n0"] (dead ?a ?b)]', (TWO,)),
+    "via-edge": ('[:find ?b :in $ % :where [?a :name "n0"] [?a :edge ?x] (reach ?x ?b)]',
+                 (RIGHT,)),
+}
+
+
+def setup(rewrite: bool, monkeypatch):
+    db = Database()
+    db.transact(SCHEMA)
+    r = db.transact([{":db/id": f"n{i}", ":name": f"n{i}"} for i in range(N)])
+    eid = {i: r.tempids[f"n{i}"] for i in range(N)}
+    with monkeypatch.context() as m:
+        if not rewrite:
+            m.setattr(magic, "rewrite", lambda q, rules, known=(): (q, rules))
+        views = {name: db.view(q, *inputs, name=name) for name, (q, inputs) in QUERIES.items()}
+    return db, eid, views
+
+
+def test_bound_calls_compile_to_circuits(monkeypatch):
+    _, _, views = setup(True, monkeypatch)
+    assert {n: v.mode for n, v in views.items()} == {n: "circuit" for n in QUERIES}
+    assert any("reach__bf" in note for note in views["right-from"].circuit.notes)
+
+
+@settings(deadline=None, max_examples=25)
+@given(snapshots)
+@example([frozenset({(0, 1), (1, 2), (2, 0)}), frozenset({(0, 1), (2, 0)}), frozenset()])
+@example([frozenset({(0, 1), (1, 2), (2, 3)}), frozenset({(0, 1), (2, 3)}),
+          frozenset({(0, 1), (1, 2), (2, 3), (3, 0)})])
+def test_views_equal_with_and_without_demand_after_every_transaction(stream):
+    mp = pytest.MonkeyPatch()
+    try:
+        dbs = [setup(flag, mp) for flag in (True, False)]
+    finally:
+        mp.undo()
+    node = {e: i for i, e in dbs[0][1].items()}
+    before = frozenset()
+    for snap in stream:
+        for db, eid, _ in dbs:
+            tx = [[":db/add", eid[a], ":edge", eid[b]] for a, b in snap - before]
+            tx += [[":db/retract", eid[a], ":edge", eid[b]] for a, b in before - snap]
+            tx += [[":db/add", eid[b], ":mark", eid[a]] for a, b in snap - before if a == 0]
+            tx += [[":db/retract", eid[b], ":mark", eid[a]] for a, b in before - snap if a == 0]
+            db.transact(tx)
+        before = snap
+        (db, _, with_demand), (_, _, without) = dbs
+        for name, v in with_demand.items():
+            assert v.result() == without[name].result(), name
+            assert v.result() == db.q(QUERIES[name][0], *QUERIES[name][1]), name
+        closure = reachable(set(snap))
+        got = {node[b] for (b,) in with_demand["right-from"].result()}
+        assert got == {b for a, b in closure if a == 0}
+
+
+def test_right_linear_rules_are_factored():
+    q = parse_query(FROM0.format(r="reach"))
+    q2, rules = magic.rewrite(q, parse_rules(RIGHT))
+    by = {}
+    for r in rules:
+        by.setdefault(r.name, []).append(r.edn())
+    assert by["reach__bf__magic"] == ['[(reach__bf__magic ?a) [?a :name "n0"]]']
+    assert by["reach__bf__from"] == [
+        '[(reach__bf__from ?__s0 ?__s0) (reach__bf__magic ?__s0)]',
+        '[(reach__bf__from ?__s0 ?x) (reach__bf__from ?__s0 ?a) [?a :edge ?x]]']
+    assert by["reach__bf"] == ['[(reach__bf ?__s0 ?b) (reach__bf__from ?__s0 ?a) [?a :edge ?b]]']
+
+
+def test_left_linear_rules_keep_their_demand_at_the_seed():
+    q = parse_query(FROM0.format(r="reach"))
+    _, rules = magic.rewrite(q, parse_rules(LEFT))
+    magic_rules = sorted(r.edn() for r in rules if r.name == "reach__bf__magic")
+    assert magic_rules == ['[(reach__bf__magic ?a) (reach__bf__magic ?a)]',
+                           '[(reach__bf__magic ?a) [?a :name "n0"]]']
+
+
+def test_unselective_or_unbound_calls_are_left_alone():
+    rules = parse_rules(RIGHT)
+    for text in ('[:find ?a ?b :in $ % :where (reach ?a ?b)]',
+                 '[:find ?a ?b :in $ % :where [?a :name _] (reach ?a ?b)]',
+                 '[:find ?a :in $ % :where [?a :name _] (not (reach ?a ?a))]'):
+        q = parse_query(text)
+        assert magic.rewrite(q, rules) == (q, rules)
+
+
+def test_a_user_rule_named_like_an_adorned_one_turns_the_rewrite_off():
+    rules = parse_rules(RIGHT[:-1] + ' [(reach__bf ?a ?b) [?a :edge ?b]]]')
+    q = parse_query(FROM0.format(r="reach"))
+    assert magic.rewrite(q, rules) == (q, rules)
