@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from indexes.eav import Attribute, EavStore, tx_t
+from indexes.interner import check_depth
 from indexes.transaction import deferred_interrupts
 from queries.ast import (
     And, Const, FindColl, FindPull, FindScalar, FindTuple, FnCall, Not, NotJoin, Or, OrJoin,
@@ -533,11 +534,13 @@ class Database:
             two values for one cardinality-one attribute, a missing lookup ref.
         UnknownAttributeError : an attribute that is not installed (with the closest name).
         EdnSyntaxError : malformed EDN text.
+        InputError : data nested more than ``indexes.interner.MAX_VALUE_DEPTH`` deep.
         """
         t0 = time.perf_counter()
         data = loads(tx) if isinstance(tx, str) else tx
         if not isinstance(data, (list, tuple)):
             raise SchemaError(f"a transaction is a vector of forms, found {type(data).__name__}")
+        check_depth(data, what="transaction")  # resolving it recurses into nested maps
         report = self._tick(lambda: resolve(self.store, data))
         report.seconds = time.perf_counter() - t0
         return report

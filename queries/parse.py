@@ -25,6 +25,7 @@ from queries.ast import (
     PullRecursion, PullWildcard, Query, Rule, RuleCall, RulesVar, SrcVar, Term, Var, _edn,
     _join, _names, _union, _vars, bound_vars, free_vars,
 )
+from indexes.interner import check_depth
 from queries.edn import EdnList, Keyword, Symbol, hashable, loads
 from wcoj.errors import ArityMismatchError, QueryError, UnboundVariableError
 
@@ -58,7 +59,10 @@ def _from_python(x: Any, head: bool = False) -> Any:
 
 
 def _read(data: Any) -> Any:
-    return loads(data) if isinstance(data, str) else data
+    if isinstance(data, str):
+        return loads(data)
+    check_depth(data, what="query data", error=QueryError)  # _from_python recurses
+    return data
 
 
 def _is_sym(x: Any, prefix: str = "") -> bool:

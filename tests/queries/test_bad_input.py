@@ -1,0 +1,104 @@
+"""Bad input at the database's doors (issue 21): each raises a typed error that says what
+and where, and leaves the database, its views and its interner as they were, so a later
+valid write works."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from indexes.interner import MAX_VALUE_DEPTH
+from queries.database import Database
+from queries.edn import MAX_DEPTH
+from wcoj.errors import EdnSyntaxError, InputError, QueryError, SchemaError
+
+ROOT = Path(__file__).resolve().parents[2]
+COUNT = '[:find (count ?e) . :where [?e :t _]]'
+
+
+def _nested(depth, leaf=()):
+    value = leaf
+    for _ in range(depth - 1):
+        value = [value] if isinstance(leaf, list) else (value,)
+    return value
+
+
+def _db():
+    db = Database()
+    db.transact('[{:db/ident :t :db/valueType :db.type/tuple} '
+                '{:db/ident :name :db/valueType :db.type/string}]')
+    db.transact([{":db/id": "a", ":t": (1, 2), ":name": "a"}])
+    return db
+
+
+def _state(db, view):
+    return db.q('[:find ?e ?a ?v :where [?e ?a ?v]]'), view.result(), len(db.store.interner), db.n_tx
+
+
+@pytest.mark.parametrize("leaf", [(), []])
+def test_transaction_nested_too_deep_changes_nothing(leaf):
+    db = _db()
+    view = db.view('[:find ?e ?v :where [?e :t ?v]]')
+    before = _state(db, view)
+    ok = _nested(MAX_VALUE_DEPTH - 2, leaf)  # inside [{...}]: the limit exactly
+    too_deep = _nested(MAX_VALUE_DEPTH - 1, leaf)
+    with pytest.raises(InputError, match=rf"more than {MAX_VALUE_DEPTH} levels deep at "
+                       r"transaction\[0\]\[':t'\]\[0\]\[0\]") as info:
+        db.transact([{":db/id": "b", ":t": too_deep}])
+    assert len(str(info.value)) < 300
+    assert _state(db, view) == before
+    db.transact([{":db/id": "b", ":t": ok}])
+    assert db.q(COUNT) == 2 and view.result() == db.q('[:find ?e ?v :where [?e :t ?v]]')
+
+
+def test_edn_transaction_nested_too_deep_changes_nothing():
+    db = _db()
+    view = db.view('[:find ?e ?v :where [?e :t ?v]]')
+    before = _state(db, view)
+    text = '[{:db/id "b" :t ' + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "}]"
+    with pytest.raises(EdnSyntaxError, match=f"nested more than {MAX_DEPTH} deep "
+                       r"\(offset 114\) at line 1, column 115"):
+        db.transact(text)
+    with pytest.raises(EdnSyntaxError, match="nested more than"):
+        db.q("[:find ?e :where " + "(not " * MAX_DEPTH + "[?e :t _]" + ")" * MAX_DEPTH + "]")
+    assert _state(db, view) == before
+    db.transact('[{:db/id "b" :name "b"}]')
+    assert db.q('[:find (count ?e) . :where [?e :name _]]') == 2
+
+
+def test_query_data_nested_too_deep_is_a_query_error():
+    db = _db()
+    clause = ["?e", ":t", "?v"]
+    for _ in range(MAX_DEPTH):
+        clause = [clause]
+    with pytest.raises(QueryError, match=r"query data nests more than .* at query data\[3\]"):
+        db.q([":find", "?e", ":where", clause])
+
+
+def test_million_deep_values_are_errors_not_crashes():
+    # a tuple 10^6 deep segfaulted the interner (a recursive hash); EDN text 2 * 10^5
+    # deep segfaulted the reader (a recursive hash of nested lists in a set)
+    code = """if 1:
+        from queries.database import Database
+        from wcoj.errors import EdnSyntaxError, InputError
+        db = Database()
+        db.transact('[{:db/ident :t :db/valueType :db.type/tuple}]')
+        v = ()
+        for _ in range(10**6):
+            v = (v,)
+        for tx in ([{":db/id": "x", ":t": v}],
+                   '[{:db/id "x" :t #{' + '(' * 200000 + ')' * 200000 + '}}]'):
+            try:
+                db.transact(tx)
+            except (InputError, EdnSyntaxError) as e:
+                print(type(e).__name__)
+        db.transact('[{:db/id "y" :t [1]}]')
+        print(db.q('[:find (count ?e) . :where [?e :t _]]'))
+    """
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["InputError", "EdnSyntaxError", "1"]
