@@ -13,7 +13,7 @@ import pytest
 from indexes.interner import MAX_VALUE_DEPTH
 from queries.database import Database
 from queries.edn import MAX_DEPTH
-from wcoj.errors import EdnSyntaxError, InputError, QueryError, SchemaError
+from wcoj.errors import EdnSyntaxError, InputError, QueryError, SchemaError, UnknownAttributeError
 
 ROOT = Path(__file__).resolve().parents[2]
 COUNT = '[:find (count ?e) . :where [?e :t _]]'
@@ -141,3 +141,28 @@ def test_catastrophic_backtracking_pattern_returns_promptly():
                           timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["set()", "1"]
+
+
+# ------------------------------------------------------------------ load_edges
+
+@pytest.mark.parametrize("edges, error", [
+    (np.array([[1, 2], [-1, 3]]), SchemaError),        # a negative entity id
+    (np.array([[1, 2], [3, -4]]), InputError),         # a negative ref value
+    (np.array([[1, 2], [3, 2**60]]), InputError),      # a ref past 2**56
+])
+def test_failed_load_edges_installs_nothing(edges, error):
+    db = Database()
+    db.transact('[{:db/ident :name :db/valueType :db.type/string}]')
+    q = '[:find ?a ?b :where [?a :link ?b]]'
+    with pytest.raises(UnknownAttributeError):
+        db.q(q)
+    before = (db.n_tx, sorted(db.store.attributes), db.transactions())
+    with pytest.raises(error):
+        db.load_edges(edges, attr=":link")
+    assert (db.n_tx, sorted(db.store.attributes), db.transactions()) == before
+    with pytest.raises(UnknownAttributeError):
+        db.q(q)
+    report = db.load_edges(np.array([[1, 2], [2, 3]]), attr=":link")
+    assert db.n_tx == before[0] + 1  # the install and the edges: one transaction
+    assert db.q(q) == {(1, 2), (2, 3)} and report.tx_data[0][1] == ":db/txInstant"
+    assert db.store.attribute(":link").many and db.store.attribute(":link").value_type == "ref"
