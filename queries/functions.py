@@ -103,7 +103,8 @@ def _re_compile(pattern: str) -> Any:
     except re2.error as e:
         why = e.args[0].decode("utf-8", "replace") if e.args and isinstance(
             e.args[0], bytes) else str(e)
-        raise QueryError(f"bad regular expression {excerpt(pattern)}: {why} (RE2 syntax: no "
+        raise QueryError(f"bad regular expression {excerpt(pattern)}: "
+                         f"{excerpt(why, quote=False)} (RE2 syntax: no "
                          "backreferences or lookaround)") from None
 
 

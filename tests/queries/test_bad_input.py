@@ -166,3 +166,28 @@ def test_failed_load_edges_installs_nothing(edges, error):
     assert db.n_tx == before[0] + 1  # the install and the edges: one transaction
     assert db.q(q) == {(1, 2), (2, 3)} and report.tx_data[0][1] == ":db/txInstant"
     assert db.store.attribute(":link").many and db.store.attribute(":link").value_type == "ref"
+
+
+# ------------------------------------------------------------------ bounded messages
+
+BIG = "x" * 10**6
+
+
+@pytest.mark.parametrize("query, error, match", [
+    ('[:find ?x :where ("' + BIG + '" ?x)]', QueryError, "list clause"),
+    ('[:find ?x :where [?x :name ?n] [(subs ?n 5) "' + BIG + '"]]', QueryError, "bad binding"),
+    ('[:find ?x :where [?x :name _] (friend ?x "' + BIG + '")]', QueryError, "rule call"),
+    ('[:find ?x :where [?x :' + BIG + ' 1]]', UnknownAttributeError, "unknown attribute"),
+    ('[:find ?y :where [?x :name ?n] [(str ?n "' + BIG + '") ?z]]', QueryError, "unbound"),
+    ('[:find ?x :where [?x :name ?n] [(re-find "' + BIG + '(" ?n)]]', QueryError, "regular"),
+    ('[:find ?x :where [?x :name ?n] [(subs ?n 9) ?x]]', QueryError, "subs"),
+    ('[:find ?x :where [?x :name ?n] ' + BIG + ']', QueryError, "unknown clause shape"),
+    ('[:find ?x :where [?x :name 1' + BIG + ']]', EdnSyntaxError, "invalid number"),
+], ids=["list-clause", "binding", "rule-call", "attribute", "unbound", "regex", "subs",
+        "symbol", "number"])
+def test_messages_quote_a_bounded_excerpt_of_a_huge_query(query, error, match):
+    db = _db()
+    db.transact([{":db/id": "b", ":name": BIG}])
+    with pytest.raises(error, match=match) as info:
+        db.q(query)
+    assert len(str(info.value)) < 500, str(info.value)[:1000]
