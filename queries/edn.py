@@ -23,9 +23,9 @@ EDN                 Python
 
 The reader tokenizes the whole text with one compiled regular expression and builds values
 with an explicit stack (no recursion), so files of 10^5 forms are fine; forms nest at most
-:data:`MAX_DEPTH` deep (hashing, comparing or printing a value 10^5 levels deep overflows
-the C stack). Error messages quote at most a short excerpt of the text. It relies on :mod:`wcoj.errors` only; the query parser (:mod:`queries.ast`) and the
-database's transaction loader use it.
+:data:`MAX_DEPTH` deep. Messages quote an excerpt of the text. It relies on
+:mod:`wcoj.errors` only; the query parser (:mod:`queries.ast`) and the database's
+transaction loader use it.
 
 >>> loads('[:find ?e :where [?e :movie/title "Alien"]]')
 [Keyword(':find'), Symbol('?e'), Keyword(':where'), [Symbol('?e'), Keyword(':movie/title'), 'Alien']]
@@ -61,11 +61,9 @@ __all__ = [
 ]
 
 MAX_DEPTH = 100
+"""Forms (and pending ``#_``/``#tag`` prefixes) nest at most this deep: Datomic data nests a
+few levels, a value 10^5 levels deep crashes CPython when hashed (``#{((((...))))}``)."""
 _Q = "'"  # tokens are quoted as they were written, not as Python reprs
-"""Forms (and pending ``#_``/``#tag`` prefixes) nest at most this deep. Datomic data nests a
-few levels; a value 10^5 levels deep crashes CPython when hashed (``#{((((...))))}``), and
-the query parser and printers recurse once or a few times per level."""
-
 
 class _Named(str):
     """A ``str`` with ``namespace`` and ``name`` parts, split at the first ``/``."""
@@ -338,8 +336,7 @@ def dumps_safe(value: Any) -> str:
         return repr(value)
 
 
-def _deeper(stack: list, text: str, pos: int) -> None:
-    """Refuse to open form number ``MAX_DEPTH + 1`` at offset ``pos``."""
+def _deeper(stack: list, text: str, pos: int) -> None:  # before opening a form at pos
     if len(stack) >= MAX_DEPTH:
         raise _fail(f"forms nested more than {MAX_DEPTH} deep (offset {pos})", text, pos)
 

@@ -18,16 +18,16 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
+from indexes.interner import check_depth
 from queries.ast import (
     AGGREGATES, DEFAULT_SRC, And, BindColl, BindRel, BindScalar, BindTuple, Blank, Const,
     FindAggregate, FindColl, FindPull, FindRel, FindScalar, FindSpec, FindTuple, FindVar,
     FnCall, Not, NotJoin, Or, OrJoin, Pattern, Predicate, PullAttr, PullJoin, PullPattern,
-    PullRecursion, PullWildcard, Query, Rule, RuleCall, RulesVar, SrcVar, Term, Var, _edn,
-    _join, _names, _union, _vars, bound_vars, free_vars,
+    PullRecursion, PullWildcard, Query, Rule, RuleCall, RulesVar, SrcVar, Term, Var, _cut,
+    _edn, _names, _show, _show_all, _union, _vars, bound_vars, free_vars,
 )
-from indexes.interner import check_depth
 from queries.edn import EdnList, Keyword, Symbol, hashable, loads
-from wcoj.errors import ArityMismatchError, QueryError, UnboundVariableError, excerpt
+from wcoj.errors import ArityMismatchError, QueryError, UnboundVariableError
 
 __all__ = ["parse_query", "parse_rules", "parse_pull", "check_rules"]
 
@@ -71,19 +71,6 @@ def _is_sym(x: Any, prefix: str = "") -> bool:
 
 def _fail(message: str) -> QueryError:
     return QueryError(message)
-
-
-def _show(x: Any) -> str:
-    """A form as an error message quotes it: a bounded excerpt of its EDN."""
-    return excerpt(_edn(x), quote=False)
-
-
-def _cut(text: Any) -> str:
-    return excerpt(str(text), quote=False)
-
-
-def _show_all(items: Iterable[Any]) -> str:
-    return excerpt(_join(items), quote=False)
 
 
 def _term(x: Any, form: Any) -> Term:
