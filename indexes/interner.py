@@ -42,9 +42,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from wcoj.errors import InputError
+from wcoj.errors import InputError, excerpt
 
-__all__ = ["Interner", "REF", "LONG", "INSTANT", "BOOLEAN", "TAG_SHIFT", "ref_ids", "tag_of"]
+__all__ = ["Interner", "REF", "LONG", "INSTANT", "BOOLEAN", "TAG_SHIFT", "ref_ids", "tag_of",
+           "MAX_VALUE_DEPTH", "check_depth"]
+
+MAX_VALUE_DEPTH = 100
+"""Collection values (and transactions, and query data given as Python objects) nest at
+most this deep, as EDN text does (``queries.edn.MAX_DEPTH``): hashing a tuple 10^6 levels
+deep overflows the C stack, and freezing a list 10^3 deep overflows Python's."""
 
 I64 = npt.NDArray[np.int64]
 TAG_SHIFT = 56
@@ -88,6 +94,61 @@ def _instant_micros(value: datetime) -> int | None:
         value = value.replace(tzinfo=timezone.utc)
     micros = (value - _EPOCH) // timedelta(microseconds=1)
     return micros if -_BIAS <= micros < _BIAS else None
+
+
+_NESTED = (list, tuple, set, frozenset, dict)
+
+
+class _Step(str):
+    """A path step that is no index or key: into a set, into a map's key."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+_IN_SET, _IN_KEY = _Step("#{}"), _Step("key")
+
+
+def _show_step(k: Any) -> str:
+    if isinstance(k, _NESTED):  # a map key that is a collection: its repr could be huge
+        return type(k).__name__
+    return excerpt(repr(k), quote=False, width=20)
+
+
+def check_depth(value: Any, limit: int = MAX_VALUE_DEPTH, what: str = "value",
+                error: type[Exception] = InputError) -> None:
+    """Raise ``error`` (an ``InputError`` unless told) naming the path to the first
+    collection of ``value`` that sits more than ``limit`` levels deep (lists, tuples, sets
+    and dicts count; strings do not).
+
+    Iterative, so it is safe on any depth; O(number of nested collections).
+
+    >>> check_depth([1, (2, [3])], limit=3)
+    >>> check_depth({":t": [[[]]]}, limit=3, what="tx")
+    Traceback (most recent call last):
+    ...
+    wcoj.errors.InputError: tx nests more than 3 levels deep at tx[':t'][0][0]
+    """
+    if not isinstance(value, _NESTED):
+        return
+    stack: list[tuple[Any, int, tuple]] = [(value, 1, ())]
+    while stack:
+        x, depth, path = stack.pop()
+        if depth > limit:
+            where = what + "".join(f"[{_show_step(k)}]" for k in path)
+            raise error(f"{what} nests more than {limit} levels deep at "
+                        f"{excerpt(where, quote=False)}")
+        if isinstance(x, dict):
+            items: Iterable = x.items()
+        elif isinstance(x, (set, frozenset)):
+            items = ((_IN_SET, v) for v in x)
+        else:
+            items = enumerate(x)
+        for k, v in items:
+            if isinstance(v, _NESTED):
+                stack.append((v, depth + 1, path + (k,)))
+            if isinstance(x, dict) and isinstance(k, _NESTED):
+                stack.append((k, depth + 1, path + (_IN_KEY,)))
 
 
 def _freeze(value: Any) -> Any:
@@ -137,6 +198,7 @@ class Interner:
         if payload != len(table):
             raise InputError(f"value id {vid} is out of sequence: table {tag} has {len(table)} values")
         if tag == 8:
+            check_depth(value)
             value = _freeze(value)
         table.append(value)
         self._ids[(tag, value if tag != 8 else (type(value).__name__, value))] = vid
@@ -163,6 +225,7 @@ class Interner:
                 value = value.replace(tzinfo=timezone.utc)
         tag = _TABLE_TAGS[_kind(value)]
         if tag == 8:
+            check_depth(value)
             value = _freeze(value)
         key = (tag, value if tag != 8 else (type(value).__name__, value))
         found = self._ids.get(key)
@@ -199,6 +262,7 @@ class Interner:
                 value = value.replace(tzinfo=timezone.utc)
         tag = _TABLE_TAGS[_kind(value)]
         if tag == 8:
+            check_depth(value)
             value = _freeze(value)
         try:
             return self._ids.get((tag, value if tag != 8 else (type(value).__name__, value)), -1)

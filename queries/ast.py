@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from queries.edn import Keyword, Symbol, dumps_safe
+from wcoj.errors import excerpt
 
 __all__ = [
     "Var", "Const", "Blank", "SrcVar", "RulesVar",
@@ -68,6 +69,19 @@ def _edn(x: Any) -> str:
 
 def _join(items: Iterable[Any]) -> str:
     return " ".join(_edn(x) for x in items)
+
+
+def _show(x: Any) -> str:
+    """A form as an error message quotes it: a bounded excerpt of its EDN."""
+    return excerpt(_edn(x), quote=False)
+
+
+def _show_all(items: Iterable[Any]) -> str:
+    return excerpt(_join(items), quote=False)
+
+
+def _cut(text: Any) -> str:
+    return excerpt(str(text), quote=False)
 
 
 # ---------------------------------------------------------------------------- terms

@@ -546,9 +546,19 @@ class Groups:
         return list(self.out.values())
 
     def apply(self, ids: list[tuple], values: list[tuple], weights: list[int]):
-        """Returns ``(removed, added, undo)``."""
+        """Returns ``(removed, added, undo)``; all or nothing: when an aggregate raises
+        (``median`` or ``sum`` of strings), the state is put back before the error goes on,
+        so the transaction's rollback finds the groups as they were."""
         touched: dict[tuple, tuple | None] = {}
-        log = []
+        log: list = []
+        try:
+            return self._apply(ids, values, weights, touched, log)
+        except BaseException:
+            self.undo((log, touched))
+            raise
+
+    def _apply(self, ids: list[tuple], values: list[tuple], weights: list[int],
+               touched: dict, log: list):
         for key, vals, w in zip(ids, values, weights):
             g = tuple(vals[i] for i in self.keys)
             if g not in touched:

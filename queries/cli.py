@@ -30,7 +30,7 @@ from queries.graph import Graph, settle_heap, warm_up
 from queries.graphio import iter_change_rows, read_edges
 from queries.patterns import PATTERN_NAMES, Pattern, by_name
 from queries.stream import last_line_wins
-from wcoj.errors import InputError, WcojError, as_interrupt
+from wcoj.errors import InputError, WcojError, as_interrupt, excerpt
 from wcoj.zset import ZSet
 
 __all__ = ["main", "build_parser"]
@@ -219,7 +219,7 @@ def _db_point(text: str):
         return loads(text) if text.startswith("#inst") else datetime.fromisoformat(text)
     except ValueError as e:
         raise InputError(f"--as-of/--since takes a transaction id, a t or an instant, "
-                         f"got {text!r}") from e
+                         f"got {excerpt(text)}") from e
 
 
 def _db_query(args) -> int:

@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from indexes.eav import Attribute, EavStore, tx_t
+from indexes.interner import check_depth
 from indexes.transaction import deferred_interrupts
 from queries.ast import BindScalar, FindColl, FindPull, FindScalar, FindTuple, Query, Var
 from indexes.index import Relation
@@ -562,6 +563,10 @@ class Database:
 
         Complexity: O(n log n) numpy work plus one Python step per distinct non-int value.
         """
+        return self._load_datoms(e, attr, v)
+
+    def _load_datoms(self, e: Any, attr: Any, v: Any, install: Attribute | None = None) -> Report:
+        """``load_datoms``, staging ``install`` in the same transaction (when given)."""
         t0 = time.perf_counter()
         store = self.store
         e = np.asarray(e)
@@ -576,14 +581,21 @@ class Database:
         if len(attrs) != n or len(values) != n:
             raise SchemaError(f"load_datoms needs arrays of one length: e has {n}, attr "
                               f"{len(attrs)}, v {len(values)}")
-        report = self._tick(lambda: bulk(store, e, attrs, values) + ({}, []))
+
+        def datoms() -> tuple:
+            if install is not None:
+                store.stage_install(install)  # forgotten if the load fails
+            return bulk(store, e, attrs, values) + ({}, [])
+
+        report = self._tick(datoms)
         report.seconds = time.perf_counter() - t0
         return report
 
     def load_edges(self, edges: Any, attr: str = ":edge/to") -> Report:
         """Load an ``(m, 2)`` int array of ``(source, target)`` node ids as ``[source attr
         target]`` datoms (entity ids = node ids); installs ``attr`` as a cardinality-many
-        ref attribute when it is new.
+        ref attribute when it is new, in the same transaction: if the load fails, the
+        attribute is not installed either.
 
         >>> db = Database()
         >>> _ = db.load_edges(np.array([[1, 2], [2, 3], [1, 2]]))
@@ -593,10 +605,10 @@ class Database:
         edges = np.asarray(edges)
         if edges.ndim != 2 or edges.shape[1] != 2:
             raise SchemaError(f"edges must be an (m, 2) int array, got shape {edges.shape}")
+        install = None
         if not self.store.has_attribute(attr):
-            self.transact([{":db/ident": attr, ":db/valueType": ":db.type/ref",
-                            ":db/cardinality": ":db.cardinality/many"}])
-        return self.load_datoms(edges[:, 0], attr, edges[:, 1])
+            install = Attribute(str(attr), "ref", many=True)
+        return self._load_datoms(edges[:, 0], attr, edges[:, 1], install)
 
     # ------------------------------------------------------------------ transactions
     def transact(self, tx: Any) -> Report:
@@ -608,11 +620,13 @@ class Database:
             two values for one cardinality-one attribute, a missing lookup ref.
         UnknownAttributeError : an attribute that is not installed (with the closest name).
         EdnSyntaxError : malformed EDN text.
+        InputError : data nested more than ``indexes.interner.MAX_VALUE_DEPTH`` deep.
         """
         t0 = time.perf_counter()
         data = loads(tx) if isinstance(tx, str) else tx
         if not isinstance(data, (list, tuple)):
             raise SchemaError(f"a transaction is a vector of forms, found {type(data).__name__}")
+        check_depth(data, what="transaction")  # resolving it recurses into nested maps
         report = self._tick(lambda: resolve(self.store, data))
         report.seconds = time.perf_counter() - t0
         return report

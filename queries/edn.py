@@ -22,9 +22,10 @@ EDN                 Python
 ==================  =========================================================
 
 The reader tokenizes the whole text with one compiled regular expression and builds values
-with an explicit stack (no recursion), so deeply nested input and files of 10^5 forms are
-fine. It relies on :mod:`wcoj.errors` only; the query parser (:mod:`queries.ast`) and the
-database's transaction loader use it.
+with an explicit stack (no recursion), so files of 10^5 forms are fine; forms nest at most
+:data:`MAX_DEPTH` deep. Messages quote an excerpt of the text. It relies on
+:mod:`wcoj.errors` only; the query parser (:mod:`queries.ast`) and the database's
+transaction loader use it.
 
 >>> loads('[:find ?e :where [?e :movie/title "Alien"]]')
 [Keyword(':find'), Symbol('?e'), Keyword(':where'), [Symbol('?e'), Keyword(':movie/title'), 'Alien']]
@@ -43,7 +44,7 @@ from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from wcoj.errors import EdnSyntaxError, InputError
+from wcoj.errors import EdnSyntaxError, InputError, excerpt
 
 __all__ = [
     "Keyword",
@@ -56,8 +57,13 @@ __all__ = [
     "dumps_safe",
     "read_inst",
     "hashable",
+    "MAX_DEPTH",
 ]
 
+MAX_DEPTH = 100
+"""Forms (and pending ``#_``/``#tag`` prefixes) nest at most this deep: Datomic data nests a
+few levels, a value 10^5 levels deep crashes CPython when hashed (``#{((((...))))}``)."""
+_Q = "'"  # tokens are quoted as they were written, not as Python reprs
 
 class _Named(str):
     """A ``str`` with ``namespace`` and ``name`` parts, split at the first ``/``."""
@@ -273,7 +279,7 @@ def _number(tok: str, text: str, pos: int) -> int | float | Decimal:
         else:
             return float(tok)
     hint = "; leading zeros are not allowed" if re.fullmatch(r"[+-]?0\d+", tok) else ""
-    raise _fail(f"invalid number '{tok}'{hint}", text, pos)
+    raise _fail(f"invalid number {excerpt(tok, quote=_Q)}{hint}", text, pos)
 
 
 def _atom(tok: str, text: str, pos: int, cache: dict[str, Any]) -> Any:
@@ -283,13 +289,13 @@ def _atom(tok: str, text: str, pos: int, cache: dict[str, Any]) -> Any:
     if c == ":":
         name = tok[1:]
         if not name or name[0] in ":/" or name.endswith("/") or name[0].isdigit():
-            raise _fail(f"invalid keyword '{tok}'", text, pos)
+            raise _fail(f"invalid keyword {excerpt(tok, quote=_Q)}", text, pos)
         value = cache[tok] = Keyword(tok)
         return value
     if tok in _CONSTANTS:
         return _CONSTANTS[tok]
     if c in _BAD_SYMBOL_START or (tok.endswith("/") and tok != "/"):
-        raise _fail(f"unexpected '{tok}'", text, pos)
+        raise _fail(f"unexpected {excerpt(tok, quote=_Q)}", text, pos)
     value = cache[tok] = Symbol(tok)
     return value
 
@@ -305,7 +311,7 @@ def _char(tok: str, text: str, pos: int) -> str:
             return chr(int(body[1:], 16))
         except ValueError:
             pass
-    raise _fail(f"unknown character literal '{tok}'", text, pos)
+    raise _fail(f"unknown character literal {excerpt(tok, quote=_Q)}", text, pos)
 
 
 def _tag(frame: list[Any], value: Any, readers: Mapping[str, Callable[[Any], Any]],
@@ -317,7 +323,9 @@ def _tag(frame: list[Any], value: Any, readers: Mapping[str, Callable[[Any], Any
     try:
         return reader(value)
     except (ValueError, TypeError, OverflowError) as e:
-        raise _fail(f"bad #{tag} value {dumps_safe(value)}: {e}", text, pos) from e
+        raise _fail(f"bad {excerpt('#' + tag, quote=False)} value "
+                    f"{excerpt(dumps_safe(value), quote=False)}: {excerpt(str(e), quote=False)}",
+                    text, pos) from e
 
 
 def dumps_safe(value: Any) -> str:
@@ -326,6 +334,11 @@ def dumps_safe(value: Any) -> str:
         return dumps(value)
     except InputError:
         return repr(value)
+
+
+def _deeper(stack: list, text: str, pos: int) -> None:  # before opening a form at pos
+    if len(stack) >= MAX_DEPTH:
+        raise _fail(f"forms nested more than {MAX_DEPTH} deep (offset {pos})", text, pos)
 
 
 def _close(frame: list[Any], text: str) -> Any:
@@ -367,16 +380,19 @@ def _read(text: str, tag_readers: Mapping[str, Callable[[Any], Any]] | None,
                 if tok in _SYMBOLIC:
                     value = _SYMBOLIC[tok]
                 elif len(tok) > 1 and tok[1].isalpha():
+                    _deeper(stack, text, pos)
                     stack.append(["#tag", pos, tok[1:]])
                     continue
                 else:
-                    raise _fail(f"invalid dispatch '{tok}'", text, pos)
+                    raise _fail(f"invalid dispatch {excerpt(tok, quote=_Q)}", text, pos)
             else:
                 value = _atom(tok, text, pos, cache)
         elif kind == "disc":
+            _deeper(stack, text, pos)
             stack.append(["#_", pos, None])
             continue
         elif kind == "open":
+            _deeper(stack, text, pos)
             stack.append([m.group(), pos, []])
             continue
         elif kind == "close":
@@ -385,7 +401,7 @@ def _read(text: str, tag_readers: Mapping[str, Callable[[Any], Any]] | None,
                 raise _fail(f"unbalanced '{tok}'", text, pos)
             frame = stack[-1]
             if frame[0] in ("#_", "#tag"):
-                what = "#_" if frame[0] == "#_" else "#" + frame[2]
+                what = "#_" if frame[0] == "#_" else excerpt("#" + frame[2], quote=False)
                 line, column = _where(text, frame[1])
                 raise _fail(f"'{tok}' where a form must follow {what} "
                             f"(line {line}, column {column})", text, pos)
@@ -425,7 +441,7 @@ def _read(text: str, tag_readers: Mapping[str, Callable[[Any], Any]] | None,
     if stack:
         frame = stack[-1]
         if frame[0] in ("#_", "#tag"):
-            what = "#_" if frame[0] == "#_" else "#" + frame[2]
+            what = "#_" if frame[0] == "#_" else excerpt("#" + frame[2], quote=False)
             raise _fail(f"unexpected end of input: {what} needs a form after it", text,
                         frame[1])
         raise _fail_opened("unexpected end of input", frame[0], text, frame[1])
@@ -564,7 +580,8 @@ def _dump(value: Any, out: list[str]) -> None:
     elif hasattr(value, "__index__") and not hasattr(value, "shape"):
         out.append(str(int(value.__index__())))  # numpy integer scalars
     else:
-        raise InputError(f"cannot write {type(value).__name__} value {value!r} as EDN")
+        raise InputError(f"cannot write {type(value).__name__} value "
+                         f"{excerpt(repr(value), quote=False)} as EDN")
 
 
 def dumps(value: Any) -> str:

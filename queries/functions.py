@@ -12,8 +12,13 @@ the compiler.
 ``Registry`` holds the functions and aggregates a program registers by name (one per
 ``Database``); ``call`` and ``aggregate`` take it.
 
-Relies on ``queries.ast`` (the built-in aggregates' names); used by ``queries.bind``,
-``queries.circuits`` and ``queries.database``.
+Regular expressions (``re-find``, ``re-matches``, ``re-pattern``) run on RE2
+(``google-re2``), which matches in time linear in the text: ``(a+)+$`` on 30 characters
+took Python's backtracking ``re`` 30 s. RE2 has no backreferences or lookaround; a pattern
+that uses them is a ``QueryError``.
+
+Relies on ``queries.ast`` (the built-in aggregates' names), ``wcoj.errors`` and ``re2``;
+used by ``queries.bind``, ``queries.circuits`` and ``queries.database``.
 
 >>> call("str", ["a", 1, None]), call("quot", [7, 2]), call("<", [1, 2, 3])
 ('a1', 3, True)
@@ -21,16 +26,18 @@ Relies on ``queries.ast`` (the built-in aggregates' names); used by ``queries.bi
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
-import re
 from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+import re2
+
 from queries.ast import AGGREGATES
-from wcoj.errors import QueryError
+from wcoj.errors import QueryError, excerpt
 
 __all__ = ["FUNCTIONS", "DB_FUNCTIONS", "Registry", "call", "is_known", "compare", "aggregate"]
 
@@ -88,16 +95,56 @@ def _rem(a: Any, b: Any) -> Any:
     return a - b * _quot(a, b)
 
 
-def _re_find(pattern: Any, s: str) -> Any:
-    m = re.search(pattern if isinstance(pattern, str) else pattern.pattern, s)
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # the QueryError says it; RE2 would also write to stderr
+
+
+@functools.lru_cache(maxsize=256)
+def _re_compile(pattern: str) -> Any:
+    if not isinstance(pattern, str):
+        raise QueryError(f"a regular expression is a string, found {type(pattern).__name__}")
+    try:
+        return re2.compile(pattern, options=_RE2_OPTIONS)
+    except re2.error as e:
+        why = e.args[0].decode("utf-8", "replace") if e.args and isinstance(
+            e.args[0], bytes) else str(e)
+        raise QueryError(f"bad regular expression {excerpt(pattern)}: "
+                         f"{excerpt(why, quote=False)} (RE2 syntax: no "
+                         "backreferences or lookaround)") from None
+
+
+def _regex(pattern: Any) -> Any:
+    """The compiled RE2 pattern of a string, or a pattern from ``re-pattern`` itself."""
+    return pattern if isinstance(pattern, re2._Regexp) else _re_compile(pattern)
+
+
+def _groups(m: Any) -> Any:
+    """Clojure's result of a match: the text, or a vector of it and its groups (nil for a
+    group that took no part)."""
     if m is None:
         return None
     return m.group(0) if not m.groups() else (m.group(0),) + m.groups()
 
 
+def _re_find(pattern: Any, s: str) -> Any:
+    """``(re-find re s)``: the first match of ``re`` in ``s``.
+
+    >>> _re_find("(a+)+$", "a" * 40 + "b") is None  # linear time, no backtracking
+    True
+    >>> _re_find("([0-9]+)-(x)?", "ab 12-y")
+    ('12-', '12', None)
+    """
+    return _groups(_regex(pattern).search(s))
+
+
+def _re_matches(pattern: Any, s: str) -> Any:
+    """``(re-matches re s)``: the match of ``re`` against all of ``s``."""
+    return _groups(_regex(pattern).fullmatch(s))
+
+
 def _subs(s: str, start: int, end: int | None = None) -> str:
     if start < 0 or start > len(s) or (end is not None and not start <= end <= len(s)):
-        raise QueryError(f"subs: index out of range for {s!r}: {start}..{end}")
+        raise QueryError(f"subs: index out of range for {excerpt(s)}: {start}..{end}")
     return s[start:end]
 
 
@@ -126,9 +173,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "quot": _quot, "rem": _rem, "mod": lambda a, b: a % b,
     "inc": lambda x: x + 1, "dec": lambda x: x - 1,
     "max": max, "min": min, "abs": abs,
-    "count": _count, "re-find": _re_find, "re-pattern": re.compile,
-    "re-matches": lambda p, s: (m.group(0) if (m := re.fullmatch(
-        p if isinstance(p, str) else p.pattern, s)) else None),
+    "count": _count, "re-find": _re_find, "re-pattern": _regex, "re-matches": _re_matches,
     "identity": lambda x: x, "ground": lambda x: x,
     "tuple": lambda *xs: tuple(xs), "untuple": lambda t: tuple(t),
     "vector": lambda *xs: list(xs), "list": lambda *xs: list(xs),
@@ -260,15 +305,14 @@ def call(name: str, args: list[Any], registry: Registry | None = None) -> Any:
         return fn(*args)
     except QueryError:
         raise
-    except (TypeError, ValueError, ZeroDivisionError, AttributeError, re.error) as e:
-        shown = " ".join(repr(a) for a in args)
-        raise QueryError(f"({name} {shown}) failed: {e}") from e
+    except (TypeError, ValueError, ZeroDivisionError, AttributeError, re2.error) as e:
+        shown = excerpt(" ".join(excerpt(repr(a), quote=False) for a in args), quote=False)
+        raise QueryError(f"({name} {shown}) failed: {excerpt(str(e), quote=False)}") from e
 
 
 # ---------------------------------------------------------------------------- aggregates
 
 def _sorted(values: list[Any]) -> list[Any]:
-    import functools
     return sorted(values, key=functools.cmp_to_key(compare))
 
 

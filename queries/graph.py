@@ -48,7 +48,7 @@ from queries.graph_circuit import GraphCircuit, apply_with_circuits
 from queries.patterns import Pattern, by_name
 from queries.stream import StreamError, StreamResult, as_rows, run_chunk
 from wcoj import config
-from wcoj.errors import InputError, QueryError, WeightOverflowError, as_interrupt
+from wcoj.errors import InputError, QueryError, WeightOverflowError, as_interrupt, excerpt
 from wcoj.generic_join import IncrementalGenericJoin
 from wcoj.zset import ZSet
 
@@ -343,12 +343,29 @@ class Graph:
     # ------------------------------------------------------------------ views
     @_interruptible
     def view(self, pattern: str | Pattern, name: str | None = None, orders=None) -> GraphView:
-        """Register (or return) a view of ``pattern`` (a ``Pattern`` or a name like ``"4-cycle"``)."""
+        """Register a view of ``pattern`` (a ``Pattern`` or a name like ``"4-cycle"``) under
+        ``name`` (default: the pattern's name as given), or return the view already there when
+        it holds the same pattern; another pattern under a taken name is a ``QueryError``.
+
+        >>> g = Graph(); t = g.view("triangle", name="t")
+        >>> g.view("triangle", name="t") is t
+        True
+        >>> g.view("4-cycle", name="t")
+        Traceback (most recent call last):
+        ...
+        wcoj.errors.QueryError: view 't' already holds pattern triangle, not undirected-4-cycle; register it under another name
+        """
         p = by_name(pattern) if isinstance(pattern, str) else pattern
         key = name or (pattern if isinstance(pattern, str) else p.name)
         with self.store.lock:
             if key in self.views:
-                return self.views[key]
+                old = self.views[key]
+                if old.pattern != p:
+                    raise QueryError(f"view {excerpt(key)} already holds pattern "
+                                     f"{excerpt(old.pattern.name, quote=False)}, not "
+                                     f"{excerpt(p.name, quote=False)}; register it under "
+                                     "another name")
+                return old
             self._activate({r for r, _ in p.atoms})
             spec = pattern if isinstance(pattern, str) else p.name
             if self._log is not None and not _named(spec, p):

@@ -38,7 +38,7 @@ from queries.atomic import atomic_path
 from queries.generators import generate_changes, generate_power_law
 from queries.stream import _fold_ticks, last_line_wins
 from queries.textblocks import CHUNK_BYTES, iter_blocks
-from wcoj.errors import InputError, InputFileError
+from wcoj.errors import InputError, InputFileError, excerpt
 
 __all__ = [
     "read_edges",
@@ -82,6 +82,11 @@ def _int_or_none(field: bytes) -> int | None:
         return int(field)
     except ValueError:
         return None
+
+
+def _found(line: bytes) -> str:
+    """A bad line as a message quotes it: a bounded excerpt (one line was 6 MB)."""
+    return excerpt(line.decode("utf-8", "replace").strip())
 
 
 def _split(line: bytes, csv: bool) -> list[bytes]:
@@ -255,10 +260,9 @@ def _slow_read(name: str, data: bytes, first_no: int, csv: bool, header: bool,
             skip_header = False
             continue
         fields = _split(line, csv)
-        text = line.decode("utf-8", "replace").strip()
 
-        def bad(why: str) -> InputFileError:
-            return InputFileError(f"{name}:{no}: {why}, found {text!r}", name, no)
+        def bad(why: str, line: bytes = line, no: int = no) -> InputFileError:
+            return InputFileError(f"{name}:{no}: {why}, found {_found(line)}", name, no)
 
         if len(fields) < need:
             raise bad(f"expected at least {need} fields (SRC in field {cols[0]}, DST in "
@@ -448,15 +452,14 @@ def _parse_changes(name: str, block: bytes, first_no: int
         if not fields or _is_comment(line):
             continue
         vals = [_int_or_none(f) for f in fields] if len(fields) == 4 else [None]
-        text = line.decode("utf-8", "replace").strip()
         tick = _int_or_none(fields[0])
         why = None
         if None in (vals[0], *vals[2:]) or fields[1] not in (b"+", b"-"):
-            why = f"expected 'TICK +|- SRC DST' with integers, found {text!r}"
+            why = f"expected 'TICK +|- SRC DST' with integers, found {_found(line)}"
         elif not (0 <= vals[2] <= MAX_ID and 0 <= vals[3] <= MAX_ID):
-            why = f"node ids must be in [0, 2**62), found {text!r}"
+            why = f"node ids must be in [0, 2**62), found {_found(line)}"
         elif not _I64_EDGES[0] <= tick <= _I64_EDGES[1]:
-            why = f"tick must fit in int64, found {text!r}"
+            why = f"tick must fit in int64, found {_found(line)}"
         if why:
             return (np.array(rows, dtype=np.int64).reshape(-1, 4), np.array(nos, np.int64),
                     InputFileError(f"{name}:{no}: {why}", name, no, tick))

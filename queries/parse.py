@@ -19,12 +19,13 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
+from indexes.interner import check_depth
 from queries.ast import (
     AGGREGATES, DEFAULT_SRC, And, BindColl, BindRel, BindScalar, BindTuple, Blank, Const,
     FindAggregate, FindColl, FindPull, FindRel, FindScalar, FindSpec, FindTuple, FindVar,
     FnCall, Not, NotJoin, Or, OrJoin, Pattern, Predicate, PullPattern, Query, Rule, RuleCall,
-    RulesVar, SrcVar, Term, Var, _edn,
-    _join, _names, _union, _vars, bound_vars, free_vars,
+    RulesVar, SrcVar, Term, Var, _cut, _edn, _names, _show, _show_all, _union, _vars,
+    bound_vars, free_vars,
 )
 from queries.edn import EdnList, Keyword, Symbol, hashable, loads
 from queries.pullspec import read_pull as _pull
@@ -60,7 +61,10 @@ def _from_python(x: Any, head: bool = False) -> Any:
 
 
 def _read(data: Any) -> Any:
-    return loads(data) if isinstance(data, str) else data
+    if isinstance(data, str):
+        return loads(data)
+    check_depth(data, what="query data", error=QueryError)  # _from_python recurses
+    return data
 
 
 def _is_sym(x: Any, prefix: str = "") -> bool:
@@ -79,17 +83,17 @@ def _term(x: Any, form: Any) -> Term:
             return Blank()
         if x.startswith("$"):
             return SrcVar(str(x))
-        raise _fail(f"unexpected symbol {x} in {_edn(form)}; expected a variable (?x), _, "
+        raise _fail(f"unexpected symbol {_cut(x)} in {_show(form)}; expected a variable (?x), _, "
                     "a source ($) or a constant")
     if isinstance(x, EdnList):
-        raise _fail(f"nested expression {_edn(x)} in {_edn(form)}; bind it to a variable "
+        raise _fail(f"nested expression {_show(x)} in {_show(form)}; bind it to a variable "
                     "with its own [(f ...) ?v] clause")
     return Const(hashable(x))
 
 
 def _var(x: Any, form: Any) -> Var:
     if not _is_sym(x, "?"):
-        raise _fail(f"expected a variable (?x) in {_edn(form)}, found {_edn(x)}")
+        raise _fail(f"expected a variable (?x) in {_show(form)}, found {_show(x)}")
     return Var(str(x))
 
 
@@ -102,7 +106,7 @@ def _binding(x: Any, form: Any) -> Any:
         if len(x) == 1 and isinstance(x[0], list):
             return BindRel(tuple(_binding_elem(e, form) for e in x[0]))
         return BindTuple(tuple(_binding_elem(e, form) for e in x))
-    raise _fail(f"bad binding {_edn(x)} in {_edn(form)}; expected ?x, [?a ?b], [?x ...] "
+    raise _fail(f"bad binding {_show(x)} in {_show(form)}; expected ?x, [?a ?b], [?x ...] "
                 "or [[?a ?b]]")
 
 
@@ -118,7 +122,7 @@ def _split_src(items: list[Any] | tuple[Any, ...]) -> tuple[SrcVar, list[Any]]:
 
 def _clauses(items: list[Any], form: Any, what: str) -> tuple[Any, ...]:
     if not items:
-        raise _fail(f"{what} needs at least one clause in {_edn(form)}")
+        raise _fail(f"{what} needs at least one clause in {_show(form)}")
     return tuple(_clause(c) for c in items)
 
 
@@ -126,20 +130,20 @@ def _clause(x: Any, in_or: bool = False) -> Any:
     if isinstance(x, list) and x and isinstance(x[0], EdnList):
         call = x[0]
         if not call or not isinstance(call[0], Symbol) or _is_sym(call[0], "?"):
-            raise _fail(f"expression {_edn(x)} must start with a function name")
+            raise _fail(f"expression {_show(x)} must start with a function name")
         args = tuple(_term(a, x) for a in call[1:])
         if len(x) == 1:
             return Predicate(str(call[0]), args)
         if len(x) == 2:
             return FnCall(str(call[0]), args, _binding(x[1], x))
-        raise _fail(f"expression clause {_edn(x)} has {len(x)} elements; expected "
+        raise _fail(f"expression clause {_show(x)} has {len(x)} elements; expected "
                     "[(f ...)] or [(f ...) binding]")
     if isinstance(x, list):
         src, terms = _split_src(x)
         if not 2 <= len(terms) <= 5:
             expected = 2 if len(terms) < 2 else 5
             raise _arity(_edn(x), expected, len(terms),
-                         f"data pattern {_edn(x)} has {len(terms)} element"
+                         f"data pattern {_show(x)} has {len(terms)} element"
                          f"{'s' if len(terms) != 1 else ''}; expected 2 to 5 ([e a v tx added], "
                          f"added only in a history database)")
         return Pattern(tuple(_term(t, x) for t in terms), src)
@@ -149,7 +153,7 @@ def _clause(x: Any, in_or: bool = False) -> Any:
         src, rest = DEFAULT_SRC, list(x)  # a leading $src was taken off above
         head = rest[0]
         if not isinstance(head, Symbol) or head.startswith(("?", "$")):
-            raise _fail(f"list clause {_edn(x)} must start with not, not-join, or, or-join "
+            raise _fail(f"list clause {_show(x)} must start with not, not-join, or, or-join "
                         "or a rule name")
         if head == "not":
             return Not(_clauses(rest[1:], x, "not"), src)
@@ -167,10 +171,10 @@ def _clause(x: Any, in_or: bool = False) -> Any:
             return OrJoin(required, free, branches, src)
         if head == "and":
             if not in_or:
-                raise _fail(f"{_edn(x)}: (and ...) is only allowed as a branch of or/or-join")
+                raise _fail(f"{_show(x)}: (and ...) is only allowed as a branch of or/or-join")
             return And(_clauses(rest[1:], x, "and"))
         return RuleCall(str(head), tuple(_term(a, x) for a in rest[1:]), src)
-    raise _fail(f"unknown clause shape {_edn(x)}; expected a data pattern [?e :attr ?v], an "
+    raise _fail(f"unknown clause shape {_show(x)}; expected a data pattern [?e :attr ?v], an "
                 "expression [(f ...)] or [(f ...) ?out], or a list such as (not ...), "
                 "(or ...) or (rule ?x)")
 
@@ -186,13 +190,13 @@ def _with_src(c: Any, src: SrcVar) -> Any:
 
 def _join_vars(rest: list[Any], form: Any) -> tuple[list[Any], list[Any]]:
     if len(rest) < 2 or not isinstance(rest[1], list):
-        raise _fail(f"{rest[0]} needs a vector of variables first in {_edn(form)}")
+        raise _fail(f"{_cut(rest[0])} needs a vector of variables first in {_show(form)}")
     return rest[1], rest[2:]
 
 
 def _nonempty(items: list[Any], form: Any, what: str) -> list[Any]:
     if not items:
-        raise _fail(f"{what} needs at least one branch in {_edn(form)}")
+        raise _fail(f"{what} needs at least one branch in {_show(form)}")
     return items
 
 
@@ -213,7 +217,7 @@ def _find_elem(x: Any, registry: Any = None) -> Any:
             src, args = _split_src(args)
             if len(args) != 2:
                 raise _arity(_edn(x), 2, len(args), f"pull takes a variable and a pattern, "
-                             f"got {len(args)} arguments in {_edn(x)}")
+                             f"got {len(args)} arguments in {_show(x)}")
             pattern = Var(str(args[1])) if _is_sym(args[1], "?") else _pull(args[1])
             return FindPull(_var(args[0], x), pattern, src)
         if name not in AGGREGATES and registry is not None and name in registry.aggregates:
@@ -222,19 +226,19 @@ def _find_elem(x: Any, registry: Any = None) -> Any:
                              f"a constant and a variable, got {_edn(x)}")
             return FindAggregate(name, tuple(Const(a) for a in args[:-1]) + (_var(args[-1], x),))
         if name not in AGGREGATES:
-            raise _fail(f"unknown aggregate {name} in {_edn(x)}; known: "
+            raise _fail(f"unknown aggregate {_cut(name)} in {_show(x)}; known: "
                         + ", ".join(sorted(AGGREGATES) + sorted(getattr(
                             registry, "aggregates", ()))))
         takes_n = AGGREGATES[name]
         if not 1 <= len(args) <= (2 if takes_n else 1):
             what = "a variable" + (" or a count n and a variable" if takes_n else "")
             raise _arity(_edn(x), 1, len(args), f"aggregate {name} takes {what}, got "
-                         f"{len(args)} argument{'s' if len(args) != 1 else ''} in {_edn(x)}")
+                         f"{len(args)} argument{'s' if len(args) != 1 else ''} in {_show(x)}")
         if len(args) == 2 and not (type(args[0]) is int and args[0] > 0):
-            raise _fail(f"the count in {_edn(x)} must be a positive integer")
+            raise _fail(f"the count in {_show(x)} must be a positive integer")
         terms = tuple(Const(a) for a in args[:-1]) + (_var(args[-1], x),)
         return FindAggregate(name, terms)
-    raise _fail(f"bad :find element {_edn(x)}; expected ?x, (aggregate ?x) or (pull ?e [...])")
+    raise _fail(f"bad :find element {_show(x)}; expected ?x, (aggregate ?x) or (pull ?e [...])")
 
 
 def _find_spec(items: list[Any], registry: Any = None) -> FindSpec:
@@ -249,7 +253,7 @@ def _find_spec(items: list[Any], registry: Any = None) -> FindSpec:
         if inner and all(e != "..." and e != "." for e in inner):
             return FindTuple(tuple(_find_elem(e, registry) for e in inner))
     if any(isinstance(e, Symbol) and e in (".", "...") for e in items):
-        raise _fail(f"bad find spec :find {_join(items)}; expected ?a ?b, [?a ...], "
+        raise _fail(f"bad find spec :find {_show_all(items)}; expected ?a ?b, [?a ...], "
                     "[?a ?b] or ?a .")
     return FindRel(tuple(_find_elem(e, registry) for e in items))
 
@@ -257,7 +261,7 @@ def _find_spec(items: list[Any], registry: Any = None) -> FindSpec:
 def _rule(x: Any) -> Rule:
     if not (isinstance(x, list) and len(x) >= 2 and isinstance(x[0], (EdnList, list))
             and x[0] and isinstance(x[0][0], Symbol)):
-        raise _fail(f"bad rule {_edn(x)}; expected [(name ?a ?b) clause ...]")
+        raise _fail(f"bad rule {_show(x)}; expected [(name ?a ?b) clause ...]")
     head, name = x[0], str(x[0][0])
     params = list(head[1:])
     req = params.pop(0) if params and isinstance(params[0], list) else []
@@ -375,13 +379,13 @@ def check_rules(clauses: Query | Iterable[Any], rules: Iterable[Rule]) -> None:
     for call in _calls(clauses.where if isinstance(clauses, Query) else clauses):
         if call.name not in arity:
             known = ", ".join(sorted(arity)) or "none"
-            raise _fail(f"unknown rule {call.name} called in {call.edn()}; rules defined: "
-                        f"{known}")
+            raise _fail(f"unknown rule {_cut(call.name)} called in {_show(call)}; rules defined: "
+                        f"{_cut(known)}")
         if len(call.args) != arity[call.name]:
             n = arity[call.name]
             raise _arity(call, n, len(call.args), f"rule {call.name} defined with {n} "
                          f"argument{'s' if n != 1 else ''}, called with {len(call.args)} in "
-                         f"{call.edn()}")
+                         f"{_show(call)}")
 
 
 def parse_rules(text_or_data: Any) -> tuple[Rule, ...]:
@@ -397,7 +401,7 @@ def parse_rules(text_or_data: Any) -> tuple[Rule, ...]:
     """
     data = _read(text_or_data)
     if not isinstance(data, list):
-        raise _fail(f"a rule set is a vector of rules, found {_edn(data)}")
+        raise _fail(f"a rule set is a vector of rules, found {_show(data)}")
     if any(isinstance(r, list) and r and isinstance(r[0], (list, tuple)) and r[0]
            and type(r[0][0]) is str for r in data):
         data = [[_from_python(tuple(r[0]))] + [_from_python(c) for c in r[1:]]
@@ -410,7 +414,7 @@ def parse_rules(text_or_data: Any) -> tuple[Rule, ...]:
         if len(f.params) != len(r.params) or len(f.required) != len(r.required):
             raise _arity(r, len(f.params), len(r.params),
                          f"rule {r.name} is defined with {len(f.params)} arguments in "
-                         f"{f.edn()} and with {len(r.params)} in {r.edn()}")
+                         f"{_show(f)} and with {len(r.params)} in {_show(r)}")
     for r in rules:
         check_rules(r.body, rules)
     return rules
@@ -423,27 +427,27 @@ def _sections(data: Any) -> dict[str, list[Any]]:
         out = {}
         for k, v in data.items():
             if not isinstance(v, list):
-                raise _fail(f"query section {_edn(k)} must be a vector in the map form, "
-                            f"found {_edn(v)}")
+                raise _fail(f"query section {_show(k)} must be a vector in the map form, "
+                            f"found {_show(v)}")
             out[str(k)] = v
     elif isinstance(data, list):
         if not data or not isinstance(data[0], Keyword):
-            raise _fail(f"a query starts with :find, found {_edn(data[0]) if data else '[]'}")
+            raise _fail(f"a query starts with :find, found {_show(data[0]) if data else '[]'}")
         out, current = {}, ""
         for x in data:
             if isinstance(x, Keyword):
                 if x in out:
-                    raise _fail(f"section {x} appears twice in the query")
+                    raise _fail(f"section {_cut(x)} appears twice in the query")
                 current = str(x)
                 out[current] = []
             else:
                 out[current].append(x)
     else:
         raise _fail(f"a query is a vector [:find ...] or a map {{:find [...]}}, found "
-                    f"{_edn(data)}")
+                    f"{_show(data)}")
     unknown = [k for k in out if k not in _SECTIONS]
     if unknown:
-        raise _fail(f"unknown query section {unknown[0]}; expected one of "
+        raise _fail(f"unknown query section {_cut(unknown[0])}; expected one of "
                     + ", ".join(_SECTIONS))
     if ":find" not in out:
         raise _fail("the query has no :find")
@@ -465,7 +469,7 @@ def _check_query(q: Query) -> None:
     for i in q.inputs:
         for v in (free_vars(i) or {i}):
             if v in seen:
-                raise _fail(f":in declares {_edn(v)} twice in {q.edn()}")
+                raise _fail(f":in declares {_show(v)} twice in {_show(q)}")
             seen.add(v)
     _check_scope(q.where, in_vars)
     bound = in_vars | bound_vars(q.where)
@@ -475,27 +479,27 @@ def _check_query(q: Query) -> None:
         if isinstance(e, FindPull) and isinstance(e.pattern, Var) and e.pattern not in in_vars:
             missing |= {e.pattern}
     if missing:
-        raise UnboundVariableError(f":find {q.find.edn()}", _names(missing),
+        raise UnboundVariableError(f":find {_show(q.find)}", _names(missing),
                                    "it appears nowhere in :where or :in")
     missing = frozenset(q.with_vars) - bound
     if missing:
-        raise UnboundVariableError(f":with {_join(q.with_vars)}", _names(missing),
+        raise UnboundVariableError(f":with {_show_all(q.with_vars)}", _names(missing),
                                    "it appears nowhere in :where or :in")
     if q.keys is not None:
         if isinstance(q.find, (FindColl, FindScalar)):
             raise _fail(f":{q.keys_kind} needs a relation or tuple find spec, not "
-                        f":find {q.find.edn()}")
+                        f":find {_show(q.find)}")
         n, k = len(q.find.elements), len(q.keys)
         if n != k:
             raise _arity(f":{q.keys_kind}", n, k, f":{q.keys_kind} names {k} key"
                          f"{'s' if k != 1 else ''} but :find has {n} element"
-                         f"{'s' if n != 1 else ''}: :find {q.find.edn()}")
+                         f"{'s' if n != 1 else ''}: :find {_show(q.find)}")
     calls = list(_calls(q.where))
     if calls and RulesVar() not in q.inputs:
-        raise _fail(f"rule call {calls[0].edn()} needs the rules as an input: add % to :in")
+        raise _fail(f"rule call {_show(calls[0])} needs the rules as an input: add % to :in")
     for c in _sources(q.where):
         if c.src.name not in names:
-            raise _fail(f"{c.edn()} reads {c.src.name}, but :in declares "
+            raise _fail(f"{_show(c)} reads {c.src.name}, but :in declares "
                         + (" ".join(names) or "no data source"))
 
 

@@ -12,6 +12,11 @@ undirected k-cycle starts at its smallest vertex ``a`` and takes ``b < x`` for t
 neighbours of ``a``; a directed k-cycle starts at its smallest vertex. Filters (``<``,
 ``!=``) run at the first join level where both sides are bound.
 
+Sizes are bounded (:data:`MAX_CLIQUE`, :data:`MAX_CYCLE`, :data:`MAX_ATOMS`): a pattern's
+plan grows with its atoms and filters (a 30-clique, 435 atoms, took 16 s to register on a
+3-edge graph, and a 10^9-clique ran out of memory building its atoms), and so does the
+tick kernel ``wcoj.tickgen`` writes and Numba compiles for a view's first tick.
+
 Relies on nothing of ours but plain data; used by ``queries.graph`` and the CLI.
 
 >>> triangle().atoms
@@ -22,14 +27,25 @@ Relies on nothing of ours but plain data; used by ``queries.graph`` and the CLI.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from itertools import combinations
 
-from wcoj.errors import QueryError
+from wcoj.errors import QueryError, excerpt
 
-__all__ = ["Pattern", "triangle", "cycle", "clique", "conjunctive", "by_name", "PATTERN_NAMES"]
+__all__ = ["Pattern", "triangle", "cycle", "clique", "conjunctive", "by_name", "PATTERN_NAMES",
+           "MAX_CLIQUE", "MAX_CYCLE", "MAX_ATOMS"]
 
 RELATIONS = ("D", "O", "S")
+MAX_CLIQUE = 6
+"""Largest k of ``clique(k)``. Registering is cheap up to k = 16 (0.5 s on a 3-edge graph);
+the first tick is not: its kernel for a 6-clique compiled in ~4 min, an 8-clique's had not
+compiled after 25 min, and a 10-clique's raised RecursionError inside Numba."""
+MAX_CYCLE = 10
+"""Largest k of ``cycle(k)``, directed or not: a 10-cycle's first-tick kernel compiled in
+~9 min on a busy two-core host, a 16-cycle's had not after 20 min."""
+MAX_ATOMS = 16
+"""Most atoms of any pattern, ``conjunctive`` ones included (a 6-clique has 15)."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +60,9 @@ class Pattern:
     def __post_init__(self) -> None:
         if not self.atoms:
             raise QueryError(f"pattern {self.name}: needs at least one atom")
+        if len(self.atoms) > MAX_ATOMS:
+            raise QueryError(f"pattern {self.name}: {len(self.atoms)} atoms, more than the "
+                             f"limit of {MAX_ATOMS}")
         seen = {v for _, vs in self.atoms for v in vs}
         for rel, vs in self.atoms:
             if rel not in RELATIONS:
@@ -86,6 +105,8 @@ def clique(k: int) -> Pattern:
     """Undirected k-cliques, each once with increasing vertices."""
     if k < 2:
         raise QueryError(f"a clique needs k >= 2, got {k}")
+    if k > MAX_CLIQUE:
+        raise QueryError(f"a clique has k <= {MAX_CLIQUE} (patterns.MAX_CLIQUE), got {k}")
     vs = [f"v{i}" for i in range(k)]
     # v(i) < v(i+1) follows from O; stated, it narrows each level's candidate lists
     return Pattern(f"{k}-clique", tuple(("O", (x, y)) for x, y in combinations(vs, 2)),
@@ -102,6 +123,8 @@ def cycle(k: int, directed: bool = True) -> Pattern:
     """
     if k < 2 or (not directed and k < 3):
         raise QueryError(f"a {'directed' if directed else 'undirected'} cycle needs k >= {2 if directed else 3}, got {k}")
+    if k > MAX_CYCLE:
+        raise QueryError(f"a cycle has k <= {MAX_CYCLE} (patterns.MAX_CYCLE), got {k}")
     if not directed and k == 3:
         return triangle()
     if directed:
@@ -128,20 +151,36 @@ def conjunctive(name: str, atoms, filters=(), output=()) -> Pattern:
 
 
 PATTERN_NAMES = ("triangle", "3-cycle", "4-cycle", "4-clique")
+_NAME = re.compile(r"(?:(directed|undirected)-)?([0-9]{1,6})-(clique|cycle)")
+_FORMS = (f"accepted: triangle, k-clique (2 <= k <= {MAX_CLIQUE}), k-cycle (directed for "
+          f"k = 3, else undirected), directed-k-cycle (2 <= k <= {MAX_CYCLE}), "
+          f"undirected-k-cycle (3 <= k <= {MAX_CYCLE})")
 
 
 def by_name(name: str) -> Pattern:
     """The CLI's names: ``triangle``, ``4-cycle`` (undirected), ``3-cycle`` (directed),
-    ``k-clique``, ``k-cycle`` (directed for k = 3, else undirected) and ``directed-k-cycle``."""
+    ``k-clique``, ``k-cycle`` (directed for k = 3, else undirected), ``directed-k-cycle`` and
+    ``undirected-k-cycle`` (the name an undirected cycle pattern carries).
+
+    Any other name is a ``QueryError`` listing these forms: ``directed-3-clique`` has no
+    meaning here (a clique is undirected), and is not read as a directed 3-cycle.
+
+    >>> by_name("directed-4-cycle").name, by_name("4-cycle").name
+    ('4-cycle', 'undirected-4-cycle')
+    >>> by_name("directed-3-clique")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    wcoj.errors.QueryError: unknown pattern 'directed-3-clique'; accepted: triangle, ...
+    """
+    if not isinstance(name, str):
+        raise QueryError(f"a pattern name is a str, got {type(name).__name__}")
     n = name.strip().lower()
     if n == "triangle":
         return triangle()
-    for suffix, make in (("-clique", lambda k: clique(k)),
-                         ("-cycle", lambda k: cycle(k, directed=(k == 3)))):
-        head = n[: -len(suffix)] if n.endswith(suffix) else None
-        if head and head.startswith("directed-") and head[9:].isdigit():
-            return cycle(int(head[9:]), directed=True)
-        if head and head.isdigit():
-            return make(int(head))
-    raise QueryError(f"unknown pattern {name!r}; known: {', '.join(PATTERN_NAMES)}, "
-                     "k-clique, k-cycle, directed-k-cycle")
+    m = _NAME.fullmatch(n)
+    if m is None or (m.group(1) and m.group(3) == "clique"):
+        raise QueryError(f"unknown pattern {excerpt(name)}; {_FORMS}")
+    direction, k, shape = m.group(1), int(m.group(2)), m.group(3)
+    if shape == "clique":
+        return clique(k)
+    return cycle(k, directed=direction == "directed" if direction else k == 3)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from queries.ast import (
-    Const, PullAttr, PullJoin, PullPattern, PullRecursion, PullWildcard, _edn,
+    Const, PullAttr, PullJoin, PullPattern, PullRecursion, PullWildcard, _show,
 )
 from queries.edn import EdnList, Keyword, Symbol, hashable
 from wcoj.errors import QueryError
@@ -29,7 +29,7 @@ __all__ = ["read_pull"]
 
 def read_pull(data: Any) -> PullPattern:
     if not isinstance(data, list):
-        raise QueryError(f"a pull pattern is a vector, found {_edn(data)}")
+        raise QueryError(f"a pull pattern is a vector, found {_show(data)}")
     items: list[Any] = []
     for x in data:
         if x == "*" and isinstance(x, Symbol):
@@ -43,7 +43,7 @@ def read_pull(data: Any) -> PullPattern:
                 elif type(v) is int and v >= 0:
                     sub = PullRecursion(v)
                 else:
-                    raise QueryError(f"bad sub-pattern {_edn(v)} for {_edn(k)} in pull {_edn(data)}")
+                    raise QueryError(f"bad sub-pattern {_show(v)} for {_show(k)} in pull {_show(data)}")
                 items.append(PullJoin(_pull_attr(k, data), sub))
         else:
             items.append(_pull_attr(x, data))
@@ -62,10 +62,10 @@ def _pull_attr(x: Any, form: Any) -> PullAttr:
         opts = {str(k): v for k, v in zip(pairs, pairs)}
         x = x[0]
     if not isinstance(x, Keyword) or set(opts) - {":limit", ":default", ":as"}:
-        raise QueryError(f"bad attribute {_edn(x)} in pull pattern {_edn(form)}")
+        raise QueryError(f"bad attribute {_show(x)} in pull pattern {_show(form)}")
     limit = opts.get(":limit")
     if limit is not None and not (type(limit) is int and limit >= 0):
-        raise QueryError(f":limit must be a non-negative integer or nil in pull {_edn(form)}")
+        raise QueryError(f":limit must be a non-negative integer or nil in pull {_show(form)}")
     reverse = bool(x.namespace) and x.name.startswith("_")
     attr = f":{x.namespace}/{x.name[1:]}" if reverse else str(x)
     default = Const(hashable(opts[":default"])) if ":default" in opts else None

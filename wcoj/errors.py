@@ -52,7 +52,12 @@ __all__ = [
     "WeightOverflowError",
     "PerformanceWarning",
     "as_interrupt",
+    "excerpt",
+    "EXCERPT_CHARS",
 ]
+
+EXCERPT_CHARS = 80
+"""An error message quotes at most about this many characters of the input it blames."""
 
 
 class WcojError(Exception):
@@ -79,7 +84,8 @@ class UnknownAttributeError(QueryError, KeyError):
         known = [str(k) for k in known]
         hint = difflib.get_close_matches(str(attribute), known, n=1)
         super().__init__(
-            f"unknown attribute {attribute}" + (f"; did you mean {hint[0]}?" if hint else "")
+            f"unknown attribute {excerpt(str(attribute), quote=False)}"
+            + (f"; did you mean {hint[0]}?" if hint else "")
         )
         self.attribute = attribute
 
@@ -92,7 +98,7 @@ class ArityMismatchError(QueryError):
 
     def __init__(self, form: object, expected: int, got: int, what: str = ""):
         detail = what or f"expected {expected} columns, got {got}"
-        super().__init__(f"arity mismatch in {form}: {detail}")
+        super().__init__(f"arity mismatch in {excerpt(str(form), quote=False)}: {detail}")
         self.form, self.expected, self.got = form, expected, got
 
 
@@ -100,8 +106,9 @@ class UnboundVariableError(QueryError):
     """Variables used where nothing binds them (``:find``, predicates, ``not``)."""
 
     def __init__(self, form: object, variables: Sequence[str], why: str = ""):
-        names = ", ".join(str(v) for v in variables)
-        super().__init__(f"unbound variable{'s' if len(variables) > 1 else ''} {names} in {form}"
+        names = excerpt(", ".join(str(v) for v in variables), quote=False)
+        super().__init__(f"unbound variable{'s' if len(variables) > 1 else ''} {names} in "
+                         f"{excerpt(str(form), quote=False)}"
                          + (f": {why}" if why else ""))
         self.form, self.variables = form, tuple(variables)
 
@@ -186,3 +193,32 @@ def as_interrupt(exc: BaseException) -> BaseException:
             return exc
         seen = seen.__cause__ or seen.__context__
     return exc
+
+
+def excerpt(text: str, pos: int = 0, width: int = EXCERPT_CHARS,
+            quote: bool | str = True) -> str:
+    """At most about ``width`` characters of ``text`` for an error message: all of a short
+    text, else the part from a little before offset ``pos``, with ``…`` where it was cut and
+    the full length. ``quote=True`` gives the part as a ``repr``; a string such as ``"'"``
+    puts it between two of those, as it is; ``False`` leaves it bare (``…`` stays outside).
+
+    Every message that quotes input goes through here, so a 6 MB bad line cannot become a
+    6 MB message; the caller still names the line, column or offset.
+
+    >>> excerpt("1 2 x")
+    "'1 2 x'"
+    >>> excerpt("a" * 30 + "!" + "b" * 10**6, pos=30, width=12)
+    "…'aaaaaa!bbbbb'… (1000031 characters)"
+    >>> excerpt("(and " * 5, width=12, quote=False)
+    '(and (and (a… (25 characters)'
+    >>> print(excerpt("#x" + "y" * 200, quote="'", width=8))
+    '#xyyyyyy'… (202 characters)
+    """
+    text = str(text)
+    n = len(text)
+    lo = max(0, min(pos - width // 2, n - width))
+    part = text[lo:lo + width]
+    shown = repr(part) if quote is True else f"{quote or ''}{part}{quote or ''}"
+    if n <= width:
+        return shown
+    return ("…" if lo else "") + shown + ("…" if lo + width < n else "") + f" ({n} characters)"

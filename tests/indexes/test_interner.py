@@ -5,11 +5,13 @@ from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexes.interner import Interner, tag_of
+from indexes.interner import MAX_VALUE_DEPTH, Interner, check_depth, tag_of
 from queries.edn import Keyword
+from wcoj.errors import InputError
 
 values = st.one_of(st.integers(-2**55, 2**55 - 1), st.integers(2**60, 2**62), st.floats(
     allow_nan=False), st.text(max_size=5), st.booleans(), st.uuids(),
@@ -49,3 +51,31 @@ def test_types_do_not_collide():
     assert len(set(tag_of(list(ids)).tolist())) == 6
     assert it.decode_one(it.ref(7)) == 7
     assert it.lookup("never seen") is None and it.lookup(uuid.UUID(int=1)) is None
+
+
+def _nested(depth, leaf=()):
+    value = leaf
+    for _ in range(depth - 1):
+        value = (value,) if isinstance(leaf, tuple) else [value]
+    return value
+
+
+def test_values_nested_past_the_limit_are_refused_and_not_interned():
+    it = Interner()
+    ok = it.encode(_nested(MAX_VALUE_DEPTH))
+    n = len(it)
+    for leaf in ((), []):
+        deep = _nested(MAX_VALUE_DEPTH + 1, leaf)
+        with pytest.raises(InputError, match=f"more than {MAX_VALUE_DEPTH} levels deep "
+                           r"at value\[0\]\[0\]") as info:
+            it.encode(deep)
+        assert len(str(info.value)) < 200
+        with pytest.raises(InputError):
+            it.lookup(deep)
+    assert len(it) == n and it.encode(_nested(MAX_VALUE_DEPTH)) == ok
+
+
+def test_check_depth_names_the_path_through_maps_and_sets():
+    check_depth({"a": [frozenset({(1,)})]}, limit=4)
+    with pytest.raises(InputError, match=r"at tx\['a'\]\[0\]\[#\{\}\]"):
+        check_depth({"a": [frozenset({(1,)})]}, limit=3, what="tx")

@@ -1,6 +1,9 @@
 """Tests of the EDN reader and writer (queries/edn.py)."""
 
 import math
+import os
+import subprocess
+import sys
 import uuid
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
@@ -10,9 +13,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from queries.edn import EdnList, Keyword, Symbol, Tagged, dumps, hashable, loads, loads_all
+from queries.edn import (MAX_DEPTH, EdnList, Keyword, Symbol, Tagged, dumps, hashable, loads,
+                         loads_all)
 from wcoj.errors import EdnSyntaxError, InputError, QueryError
 
+ROOT = Path(__file__).resolve().parents[2]
 MOVIES = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "movies"
 UTC = timezone.utc
 
@@ -284,12 +289,41 @@ def test_loads_rejects_non_text():
         loads(b"[1]")
 
 
-def test_deep_nesting_needs_no_recursion():
-    depth = 50_000
-    value = loads("[" * depth + "]" * depth)
-    for _ in range(depth - 1):
+def test_nesting_up_to_max_depth_reads():
+    value = loads("[" * MAX_DEPTH + "]" * MAX_DEPTH)
+    for _ in range(MAX_DEPTH - 1):
         value = value[0]
     assert value == []
+    assert loads("#_" * MAX_DEPTH + "0 " * MAX_DEPTH + "1") == 1
+
+
+@pytest.mark.parametrize("opener", ["[", "(", "{", "#{", "#_", "#foo "])
+def test_nesting_past_max_depth_is_a_syntax_error_at_its_offset(opener):
+    text = "\n" + "[" * MAX_DEPTH + opener + "1" + "]" * (MAX_DEPTH + 1)
+    with pytest.raises(EdnSyntaxError, match=f"nested more than {MAX_DEPTH} deep "
+                       f"\\(offset {MAX_DEPTH + 1}\\) at line 2, column {MAX_DEPTH + 1}"):
+        loads(text)
+
+
+def test_hugely_nested_text_is_an_error_not_a_crash():
+    # this text segfaulted CPython (a recursive hash of the nested lists in the set)
+    code = ("from queries.edn import loads\n"
+            "from wcoj.errors import EdnSyntaxError\n"
+            "try:\n"
+            "    loads('#{' + '(' * 200000 + ')' * 200000 + '}')\n"
+            "except EdnSyntaxError as e:\n"
+            "    print(type(e).__name__, e.line, e.column)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["EdnSyntaxError", "1", str(MAX_DEPTH + 2)]
+
+
+def test_syntax_error_quotes_an_excerpt_of_a_huge_token():
+    with pytest.raises(EdnSyntaxError, match="line 2, column 3") as info:
+        loads("[1\n  " + "9" * 10**6 + "x]")
+    assert len(str(info.value)) < 300
+    assert "1000001 characters" in str(info.value)
 
 
 # ------------------------------------------------------------------ the movie data

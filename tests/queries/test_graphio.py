@@ -170,3 +170,17 @@ def test_generated_changes_are_real_changes():
         ins, dels = {tuple(sorted(e)) for e in inserts.tolist()}, {tuple(e) for e in deletes.tolist()}
         assert len(ins) == len(inserts) and not ins & present and dels <= present
         present = (present - dels) | ins
+
+
+@pytest.mark.parametrize("reader, good, bad", [
+    (read_edges, "1 2\n2 3\n", "4 x" + "y" * 10**6 + "\n"),
+    (read_edges, "1 2\n2 3\n", "4 " + "9" * 10**6 + "\n"),
+    (read_changes, "0 + 1 2\n0 + 2 3\n", "1 + 4 x" + "y" * 10**6 + "\n"),
+])
+def test_a_megabyte_bad_line_gives_a_short_message_with_its_line(tmp_path, reader, good, bad):
+    p = _write(tmp_path, "big.txt", good + bad)
+    with pytest.raises(InputError, match=r"big\.txt:3: ") as info:
+        reader(p)
+    msg = str(info.value)
+    assert len(msg) < 500 and info.value.line == 3
+    assert f"({len(bad) - 1} characters)" in msg  # what was cut, and how long it was

@@ -10,7 +10,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from queries.graph import Graph
-from queries.patterns import PATTERN_NAMES, Pattern, by_name, clique, conjunctive, cycle, triangle
+from queries.patterns import (MAX_ATOMS, MAX_CLIQUE, MAX_CYCLE, PATTERN_NAMES, Pattern, by_name,
+                              clique, conjunctive, cycle, triangle)
 from wcoj.errors import QueryError
 from wcoj.generic_join import generic_join
 
@@ -136,3 +137,64 @@ def test_pattern_shapes():
 def test_malformed_patterns_raise_query_error(make, match):
     with pytest.raises(QueryError, match=match):
         make()
+
+
+# ------------------------------------------------------------------ bad input (issue 21)
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: clique(MAX_CLIQUE + 1), f"k <= {MAX_CLIQUE} .*got {MAX_CLIQUE + 1}"),
+    (lambda: by_name("1000000000-clique"), "unknown pattern '1000000000-clique'"),
+    (lambda: by_name("30-clique"), f"k <= {MAX_CLIQUE} .*got 30"),
+    (lambda: cycle(MAX_CYCLE + 1), f"k <= {MAX_CYCLE} .*got {MAX_CYCLE + 1}"),
+    (lambda: by_name(f"undirected-{MAX_CYCLE + 1}-cycle"), f"k <= {MAX_CYCLE}"),
+    (lambda: by_name(f"{10**9}-cycle"), "unknown pattern"),
+    (lambda: conjunctive("path", [("D", (f"x{i}", f"x{i + 1}")) for i in range(MAX_ATOMS + 1)]),
+     f"{MAX_ATOMS + 1} atoms, more than the limit of {MAX_ATOMS}"),
+])
+def test_pattern_sizes_are_bounded(make, match):
+    with pytest.raises(QueryError, match=match):
+        make()
+
+
+def test_largest_patterns_are_accepted():
+    assert len(clique(MAX_CLIQUE).atoms) == MAX_CLIQUE * (MAX_CLIQUE - 1) // 2 <= MAX_ATOMS
+    assert by_name(f"directed-{MAX_CYCLE}-cycle") == cycle(MAX_CYCLE, directed=True)
+    assert by_name(f"undirected-{MAX_CYCLE}-cycle") == cycle(MAX_CYCLE, directed=False)
+    assert by_name("undirected-4-cycle") == by_name("4-cycle")
+
+
+@pytest.mark.parametrize("name", ["directed-3-clique", "undirected-4-clique", "3-cycles",
+                                  "directed-cycle", "-3-cycle", "3-clique-cycle", "x" * 10**6])
+def test_unknown_pattern_names_list_the_accepted_forms(name):
+    with pytest.raises(QueryError, match="unknown pattern .*accepted: triangle, k-clique") as info:
+        by_name(name)
+    assert len(str(info.value)) < 400
+
+
+def test_graph_refuses_bad_patterns_and_stays_usable():
+    g = graph_of({(0, 1), (1, 2), (0, 2)})
+    tri = g.view("triangle")
+    for bad in ("directed-3-clique", f"{MAX_CLIQUE + 1}-clique", "1000000000-clique"):
+        with pytest.raises(QueryError):
+            g.view(bad)
+        with pytest.raises(QueryError):
+            g.count(bad)
+    assert list(g.views) == ["triangle"] and tri.count == 1
+    g.apply(inserts=np.array([[2, 3], [1, 3]]))
+    assert tri.count == 2 == g.count("triangle")
+
+
+def test_a_view_name_holds_one_pattern():
+    g = graph_of({(0, 1), (1, 2), (0, 2), (2, 3), (3, 0)})
+    tri = g.view("triangle")
+    named = g.view("4-cycle", name="squares")
+    assert g.view("triangle") is tri and g.view(triangle(), name="triangle") is tri
+    assert g.view(cycle(4, directed=False), name="squares") is named
+    for pattern, name in (("4-cycle", "triangle"), (cycle(4, directed=False), "triangle"),
+                          ("triangle", "squares"), ("4-clique", "squares")):
+        with pytest.raises(QueryError, match=f"view '{name}' already holds pattern"):
+            g.view(pattern, name=name)
+    assert {k: v.pattern for k, v in g.views.items()} == {
+        "triangle": triangle(), "squares": cycle(4, directed=False)}
+    g.apply(inserts=np.array([[1, 3]]))
+    assert (tri.count, named.count) == (g.count("triangle"), g.count("4-cycle")) == (4, 3)

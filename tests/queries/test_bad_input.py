@@ -1,0 +1,193 @@
+"""Bad input at the database's doors (issue 21): each raises a typed error that says what
+and where, and leaves the database, its views and its interner as they were, so a later
+valid write works."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from indexes.interner import MAX_VALUE_DEPTH
+from queries.database import Database
+from queries.edn import MAX_DEPTH
+from wcoj.errors import EdnSyntaxError, InputError, QueryError, SchemaError, UnknownAttributeError
+
+ROOT = Path(__file__).resolve().parents[2]
+COUNT = '[:find (count ?e) . :where [?e :t _]]'
+
+
+def _nested(depth, leaf=()):
+    value = leaf
+    for _ in range(depth - 1):
+        value = [value] if isinstance(leaf, list) else (value,)
+    return value
+
+
+def _db():
+    db = Database()
+    db.transact('[{:db/ident :t :db/valueType :db.type/tuple} '
+                '{:db/ident :name :db/valueType :db.type/string}]')
+    db.transact([{":db/id": "a", ":t": (1, 2), ":name": "a"}])
+    return db
+
+
+def _state(db, view):
+    return db.q('[:find ?e ?a ?v :where [?e ?a ?v]]'), view.result(), len(db.store.interner), db.n_tx
+
+
+@pytest.mark.parametrize("leaf", [(), []])
+def test_transaction_nested_too_deep_changes_nothing(leaf):
+    db = _db()
+    view = db.view('[:find ?e ?v :where [?e :t ?v]]')
+    before = _state(db, view)
+    ok = _nested(MAX_VALUE_DEPTH - 2, leaf)  # inside [{...}]: the limit exactly
+    too_deep = _nested(MAX_VALUE_DEPTH - 1, leaf)
+    with pytest.raises(InputError, match=rf"more than {MAX_VALUE_DEPTH} levels deep at "
+                       r"transaction\[0\]\[':t'\]\[0\]\[0\]") as info:
+        db.transact([{":db/id": "b", ":t": too_deep}])
+    assert len(str(info.value)) < 300
+    assert _state(db, view) == before
+    db.transact([{":db/id": "b", ":t": ok}])
+    assert db.q(COUNT) == 2 and view.result() == db.q('[:find ?e ?v :where [?e :t ?v]]')
+
+
+def test_edn_transaction_nested_too_deep_changes_nothing():
+    db = _db()
+    view = db.view('[:find ?e ?v :where [?e :t ?v]]')
+    before = _state(db, view)
+    text = '[{:db/id "b" :t ' + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "}]"
+    with pytest.raises(EdnSyntaxError, match=f"nested more than {MAX_DEPTH} deep "
+                       r"\(offset 114\) at line 1, column 115"):
+        db.transact(text)
+    with pytest.raises(EdnSyntaxError, match="nested more than"):
+        db.q("[:find ?e :where " + "(not " * MAX_DEPTH + "[?e :t _]" + ")" * MAX_DEPTH + "]")
+    assert _state(db, view) == before
+    db.transact('[{:db/id "b" :name "b"}]')
+    assert db.q('[:find (count ?e) . :where [?e :name _]]') == 2
+
+
+def test_query_data_nested_too_deep_is_a_query_error():
+    db = _db()
+    clause = ["?e", ":t", "?v"]
+    for _ in range(MAX_DEPTH):
+        clause = [clause]
+    with pytest.raises(QueryError, match=r"query data nests more than .* at query data\[3\]"):
+        db.q([":find", "?e", ":where", clause])
+
+
+def test_million_deep_values_are_errors_not_crashes():
+    # a tuple 10^6 deep segfaulted the interner (a recursive hash); EDN text 2 * 10^5
+    # deep segfaulted the reader (a recursive hash of nested lists in a set)
+    code = """if 1:
+        from queries.database import Database
+        from wcoj.errors import EdnSyntaxError, InputError
+        db = Database()
+        db.transact('[{:db/ident :t :db/valueType :db.type/tuple}]')
+        v = ()
+        for _ in range(10**6):
+            v = (v,)
+        for tx in ([{":db/id": "x", ":t": v}],
+                   '[{:db/id "x" :t #{' + '(' * 200000 + ')' * 200000 + '}}]'):
+            try:
+                db.transact(tx)
+            except (InputError, EdnSyntaxError) as e:
+                print(type(e).__name__)
+        db.transact('[{:db/id "y" :t [1]}]')
+        print(db.q('[:find (count ?e) . :where [?e :t _]]'))
+    """
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["InputError", "EdnSyntaxError", "1"]
+
+
+# ------------------------------------------------------------------ regular expressions
+
+def test_regex_functions_keep_clojure_results_on_re2():
+    import re2
+
+    from queries.functions import _regex, call
+    assert isinstance(_regex("a+"), re2._Regexp)
+    assert isinstance(call("re-pattern", ["a+"]), re2._Regexp)
+    assert call("re-find", ["a+", "xaay"]) == "aa"
+    assert call("re-find", ["(a+)(c)?", "xaay"]) == ("aa", "aa", None)
+    assert call("re-find", [call("re-pattern", ["y$"]), "xaay"]) == "y"
+    assert call("re-find", ["z", "xaay"]) is None
+    assert call("re-matches", ["a+", "aab"]) is None
+    assert call("re-matches", ["(a+)(b)", "aab"]) == ("aab", "aa", "b")
+
+
+@pytest.mark.parametrize("pattern", [r"(a)\1", "(?=a)", "(", "a{1001}"])
+def test_backtracking_or_bad_regex_is_a_query_error(pattern):
+    db = _db()
+    with pytest.raises(QueryError, match="bad regular expression .*RE2 syntax"):
+        db.q('[:find ?s :in $ ?p :where [_ :name ?s] [(re-find ?p ?s)]]', pattern)
+
+
+def test_catastrophic_backtracking_pattern_returns_promptly():
+    # Python's re took 16 s on 29 characters and doubled with each one more; RE2 is linear
+    code = """if 1:
+        from queries.database import Database
+        db = Database()
+        db.transact('[{:db/ident :name :db/valueType :db.type/string}]')
+        db.transact([{":db/id": "x", ":name": "a" * 60 + "b"}])
+        print(db.q('[:find ?s :where [_ :name ?s] [(re-find "(a+)+$" ?s)]]'),
+              len(db.q('[:find ?s :where [_ :name ?s] [(re-find "(a+)+b$" ?s)]]')))
+    """
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["set()", "1"]
+
+
+# ------------------------------------------------------------------ load_edges
+
+@pytest.mark.parametrize("edges, error", [
+    (np.array([[1, 2], [-1, 3]]), SchemaError),        # a negative entity id
+    (np.array([[1, 2], [3, -4]]), InputError),         # a negative ref value
+    (np.array([[1, 2], [3, 2**60]]), InputError),      # a ref past 2**56
+])
+def test_failed_load_edges_installs_nothing(edges, error):
+    db = Database()
+    db.transact('[{:db/ident :name :db/valueType :db.type/string}]')
+    q = '[:find ?a ?b :where [?a :link ?b]]'
+    with pytest.raises(UnknownAttributeError):
+        db.q(q)
+    before = (db.n_tx, sorted(db.store.attributes), db.transactions())
+    with pytest.raises(error):
+        db.load_edges(edges, attr=":link")
+    assert (db.n_tx, sorted(db.store.attributes), db.transactions()) == before
+    with pytest.raises(UnknownAttributeError):
+        db.q(q)
+    report = db.load_edges(np.array([[1, 2], [2, 3]]), attr=":link")
+    assert db.n_tx == before[0] + 1  # the install and the edges: one transaction
+    assert db.q(q) == {(1, 2), (2, 3)} and report.tx_data[0][1] == ":db/txInstant"
+    assert db.store.attribute(":link").many and db.store.attribute(":link").value_type == "ref"
+
+
+# ------------------------------------------------------------------ bounded messages
+
+BIG = "x" * 10**6
+
+
+@pytest.mark.parametrize("query, error, match", [
+    ('[:find ?x :where ("' + BIG + '" ?x)]', QueryError, "list clause"),
+    ('[:find ?x :where [?x :name ?n] [(subs ?n 5) "' + BIG + '"]]', QueryError, "bad binding"),
+    ('[:find ?x :where [?x :name _] (friend ?x "' + BIG + '")]', QueryError, "rule call"),
+    ('[:find ?x :where [?x :' + BIG + ' 1]]', UnknownAttributeError, "unknown attribute"),
+    ('[:find ?y :where [?x :name ?n] [(str ?n "' + BIG + '") ?z]]', QueryError, "unbound"),
+    ('[:find ?x :where [?x :name ?n] [(re-find "' + BIG + '(" ?n)]]', QueryError, "regular"),
+    ('[:find ?x :where [?x :name ?n] [(subs ?n 9) ?x]]', QueryError, "subs"),
+    ('[:find ?x :where [?x :name ?n] ' + BIG + ']', QueryError, "unknown clause shape"),
+    ('[:find ?x :where [?x :name 1' + BIG + ']]', EdnSyntaxError, "invalid number"),
+], ids=["list-clause", "binding", "rule-call", "attribute", "unbound", "regex", "subs",
+        "symbol", "number"])
+def test_messages_quote_a_bounded_excerpt_of_a_huge_query(query, error, match):
+    db = _db()
+    db.transact([{":db/id": "b", ":name": BIG}])
+    with pytest.raises(error, match=match) as info:
+        db.q(query)
+    assert len(str(info.value)) < 500, str(info.value)[:1000]
