@@ -7,8 +7,10 @@ join) and two recursive rules (ancestors over a random ``:parent`` forest; every
 kept by the rules' child circuits (``queries.circuits``). For transactions of 1, 100 and
 10,000 datoms (half adds, half retracts of existing datoms), the median time of
 ``transact`` with the view registered (the view's change included) is set against
-``transact`` without views followed by a fresh evaluation of the query (``--requery
-view``: a new view's first tick, which is what ``q`` runs; ``--requery q``: ``db.q``).
+``transact`` without views followed by a fresh evaluation of the query (``--requery q``,
+the default: ``db.q``, the first tick of the query's cached circuit; ``--requery view``: a
+new view's first tick, compiled anew), and against DuckDB holding the same pairs in a
+table, applying the same change and re-running the same query in SQL (wall time).
 
 Batch (``--batch-people``): ``n`` people who each ``:follows`` 10 random people;
 reachability from one person and the whole transitive closure (``--closure-people``),
@@ -136,6 +138,43 @@ def requery_once(db: Database, query: str, inputs: tuple, how: str = "view"):
 
 VIEW_QUERIES = {"triangle": (TRIANGLE, (), ":knows"), "ancestors": (ANCESTORS, (RULES,), ":parent"),
                 "reach-one": (REACH_ONE, (KNOWS,), ":knows")}
+# the same queries over a table r(a, b) of the attribute's pairs (person indexes), for DuckDB
+VIEW_SQL = {"triangle": "SELECT count(*) FROM r x JOIN r y ON x.b = y.a JOIN r z "
+                        "ON y.b = z.a AND z.b = x.a",
+            "ancestors": "WITH RECURSIVE anc(a, b) AS (SELECT a, b FROM r UNION "
+                         "SELECT r.a, anc.b FROM r JOIN anc ON r.b = anc.a) "
+                         "SELECT count(DISTINCT b) FROM anc",
+            "reach-one": "WITH RECURSIVE q(b) AS (SELECT b FROM r WHERE a = 1 UNION "
+                         "SELECT r.b FROM r JOIN q ON r.a = q.b) SELECT count(*) FROM q"}
+
+
+class _Duck:
+    """DuckDB holding one attribute's pairs; ``change`` applies a transaction's ops then
+    re-runs the query's SQL (wall time: DuckDB works on its own threads)."""
+
+    def __init__(self, pairs, sql: str):
+        import duckdb
+        import pandas as pd
+        self.con, self.sql = duckdb.connect(), sql
+        df = pd.DataFrame(sorted(pairs), columns=["a", "b"])  # noqa: F841  (read by name)
+        self.con.execute("CREATE TABLE r AS SELECT * FROM df")
+
+    def change(self, ops) -> tuple[float, int]:
+        import pandas as pd
+        adds = pd.DataFrame([(a, b) for op, a, b in ops if op == ":db/add"], columns=["a", "b"])
+        dels = pd.DataFrame([(a, b) for op, a, b in ops if op != ":db/add"], columns=["a", "b"])
+        t0 = time.perf_counter()
+        self.con.execute("DELETE FROM r WHERE (a, b) IN (SELECT a, b FROM dels)")
+        self.con.execute("INSERT INTO r SELECT * FROM adds")
+        got = self.con.execute(self.sql).fetchone()[0]
+        return time.perf_counter() - t0, got
+
+
+def _duck(pairs, name: str):
+    try:
+        return _Duck(pairs, VIEW_SQL[name])
+    except ImportError:
+        return None
 
 
 def measure(people: int = 3000, edges: int = 30000, tx=(1, 100, 10000), repeat: int = 3, seed: int = 0,
@@ -151,13 +190,15 @@ def measure(people: int = 3000, edges: int = 30000, tx=(1, 100, 10000), repeat: 
     args = argparse.Namespace(people=people, edges=edges, tx=list(tx), repeat=repeat, seed=seed)
     results = results or Results("bench_datalog", seed, people=people, edges=edges)
     print(f"{'query':10} {'tx_datoms':>9} {'view_ms':>10} {'requery_ms':>11} "
-          f"{'view/requery':>13} {'speedup':>8}  ({'cpu' if cpu else 'wall'} time)")
+          f"{'view/requery':>13} {'speedup':>8} {'duckdb_ms':>10} {'view/duckdb':>12}  "
+          f"({'cpu' if cpu else 'wall'} time; duckdb: wall time of the change and the query)")
     for name in queries:
         query, inputs, attr = VIEW_QUERIES[name]
 
         for k in args.tx:
-            rng = np.random.default_rng(args.seed)
-            with_view, plain = [build(args.people, args.edges, rng)[:4] for _ in range(2)]
+            # the same database twice (one seed each), so both sides take the same changes
+            with_view, plain = [build(args.people, args.edges, np.random.default_rng(args.seed))[:4]
+                                for _ in range(2)]
             view_db, eids, edges_v, parents_v = with_view
             plain_db, _, edges_p, parents_p = plain
             view = view_db.view(query, *inputs)
@@ -168,7 +209,8 @@ def measure(people: int = 3000, edges: int = 30000, tx=(1, 100, 10000), repeat: 
                                   eids)
                 d.transact(tx)
                 apply(cur, ops)
-            tv, tq = [], []
+            duck = _duck(edges_v if attr == ":knows" else parents_v, name)
+            tv, tq, td = [], [], []
             for r in range(args.repeat):
                 cur_v = edges_v if attr == ":knows" else parents_v
                 cur_p = edges_p if attr == ":knows" else parents_p
@@ -183,13 +225,23 @@ def measure(people: int = 3000, edges: int = 30000, tx=(1, 100, 10000), repeat: 
                 plain_db.transact(tx)
                 requery_once(plain_db, query, inputs, requery)
                 tq.append(clock() - t0)
+                if duck is not None:
+                    t, got = duck.change(ops)
+                    td.append(t)
+                    ours = view.result()
+                    ours = len(ours) if isinstance(ours, set) else ours or 0
+                    if got != ours:
+                        raise AssertionError(f"{name} k={k}: view {ours}, duckdb {got}")
                 apply(cur_v, ops)
                 if cur_p is not cur_v:
                     apply(cur_p, ops)
             mv, mq = statistics.median(tv) * 1e3, statistics.median(tq) * 1e3
-            results.add("views", query=name, tx_datoms=k, view_ms=mv, requery_ms=mq)
-            print(f"{name:10} {k:9d} {mv:10.1f} {mq:11.1f} {mv / mq:12.3f}x {mq / mv:7.1f}x",
-                  flush=True)
+            md = statistics.median(td) * 1e3 if td else None
+            results.add("views", query=name, tx_datoms=k, view_ms=mv, requery_ms=mq,
+                        duckdb_ms=md)
+            dtxt = f"{md:10.1f} {mv / md:11.3f}x" if md else f"{'-':>10} {'-':>12}"
+            print(f"{name:10} {k:9d} {mv:10.1f} {mq:11.1f} {mv / mq:12.3f}x {mq / mv:7.1f}x "
+                  f"{dtxt}", flush=True)
     return results
 
 
@@ -310,7 +362,7 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--queries", nargs="*", default=list(VIEW_QUERIES), choices=list(VIEW_QUERIES),
                    help="views to measure against re-evaluation")
-    p.add_argument("--requery", choices=("view", "q"), default="view",
+    p.add_argument("--requery", choices=("view", "q"), default="q",
                    help="re-evaluate with a fresh view's first tick (what q runs) or db.q")
     p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                    help="time the view rows in process CPU time (default) or wall time")
