@@ -178,7 +178,7 @@ def _duck(pairs, name: str):
 
 
 def measure(people: int = 3000, edges: int = 30000, tx=(1, 100, 10000), repeat: int = 3, seed: int = 0,
-            results: Results | None = None, queries=tuple(VIEW_QUERIES), requery: str = "view",
+            results: Results | None = None, queries=tuple(VIEW_QUERIES), requery: str = "q",
             cpu: bool = True) -> Results:
     """One row per query and transaction size (table ``views``), printed as measured.
 
