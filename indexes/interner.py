@@ -351,6 +351,20 @@ class Interner:
         return out.reshape(arr.shape)
 
     @staticmethod
+    def longs(ids: Any) -> npt.NDArray[np.int64] | None:
+        """The values of ``ids`` as an int64 array when every one is a long, else None.
+
+        >>> it = Interner(); it.longs(np.array([it.encode(3), it.encode(-4)])).tolist()
+        [3, -4]
+        >>> it.longs(np.array([it.encode(3), it.encode("x")])) is None
+        True
+        """
+        arr = np.asarray(ids, dtype=np.int64)
+        if len(arr) and not ((arr >> TAG_SHIFT) == LONG).all():
+            return None
+        return (arr & _PAYLOAD) - _BIAS
+
+    @staticmethod
     def is_numeric_kind(value: Any) -> bool:
         """Whether ``value`` is a Datomic number (long, double, bigint, bigdec)."""
         return type(value) in (int, float) or isinstance(value, Decimal)

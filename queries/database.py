@@ -59,7 +59,7 @@ from indexes.transaction import deferred_interrupts
 from queries.ast import BindScalar, FindColl, FindPull, FindScalar, FindTuple, Query, Var
 from indexes.index import Relation
 from queries.bind import Binder, Inputs, bind_inputs
-from queries.circuits import CompiledView, Groups, compile_view
+from queries.circuits import CompiledView, Groups, aggregate_once, compile_view
 from queries.pull import pull
 from queries.edn import Keyword, Symbol, loads
 from queries.functions import Registry, compare
@@ -480,13 +480,15 @@ class Database:
             try:
                 q, compiled = self._cached(query, inputs, marks)
                 z = compiled.first_tick()
-                if compiled.aggregated:
+                if not compiled.aggregated:
+                    rows = [tuple(r) for r in interner.decode(z.keys).tolist()]
+                else:  # in a few numpy passes when it can, else per group
+                    rows = aggregate_once(q, compiled.cols, z.keys, interner)
+                if rows is None:
                     groups = Groups(q, compiled.cols, self.registry)
                     vals = [tuple(r) for r in interner.decode(z.keys).tolist()]
                     groups.apply(list(map(tuple, z.keys.tolist())), vals, z.weights.tolist())
                     rows = groups.rows()
-                else:
-                    rows = [tuple(r) for r in interner.decode(z.keys).tolist()]
                 if any(isinstance(e, FindPull) for e in q.find.elements):
                     rows = _pulled(self.store, q, rows, "prev", inputs)
                 return _shape(q, rows)
