@@ -167,6 +167,7 @@ class CompiledView:
         self._table = table
         self._unit: Rel | None = None
         self._recursive: set[str] = set()
+        self._sets: set[int] = set()  # ids of core join streams whose rows are a set
         consts: dict[str, int] = {}
         start = None
         if table.vars:
@@ -188,7 +189,9 @@ class CompiledView:
         missing = [v for v in cols if v not in where.vars]
         if missing:
             raise UnboundVariableError(query.find, missing, "the :where clauses do not bind them")
-        out = self.distinct(self.project(where, cols))
+        out = self.project(where, cols)
+        if not (id(where.stream) in self._sets and set(cols) == set(where.vars)):
+            out = self.distinct(out)  # (a join of sets keeping every variable is a set)
         self.root.sink(out.stream, "out")
         self.cols = cols
 
@@ -343,6 +346,9 @@ class CompiledView:
         join = IncrementalGenericJoin(atoms, out, filters=filters)
         inputs = [self._source(src) for src, _ in atoms]
         stream = self.root.add(CoreJoin(join, self), *dict.fromkeys(inputs))
+        if not any(isinstance(t, str) and t.startswith("_") and not t.startswith("_eq")
+                   for _, terms in atoms for t in terms):
+            self._sets.add(id(stream))  # no blank summed away: a join of sets is a set
         self.notes.append(f"core join {' '.join(map(str, patterns))}"
                           + (f" filtered by {' '.join(map(str, preds))}" if preds else "")
                           + " (generic join, telescoping delta rule)")
