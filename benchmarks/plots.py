@@ -164,7 +164,8 @@ def ticks_figure(data: dict[str, Any]):
 
 # ---------------------------------------------------------------- datalog
 def datalog_figure(data: dict[str, Any]):
-    """Per query: ms of a transaction with the view kept against transact + ``q``."""
+    """Per query: ms of a transaction with the view kept against transact + ``q`` (and
+    DuckDB applying the change and re-running the query, when the run has it)."""
     plt = _plt()
     rows = data["tables"]["views"]
     queries = list(dict.fromkeys(r["query"] for r in rows))
@@ -176,6 +177,10 @@ def datalog_figure(data: dict[str, Any]):
                                   ("requery_ms", "transact, then re-run q", dict(color="C3", marker="s"))):
             y = [r[key] for r in mine]
             ax.plot(k, y, label=f"{label} ({_slope(fit_exponent(k, y))})", **style)
+        duck = [r.get("duckdb_ms") for r in mine]
+        if all(x is not None for x in duck):
+            ax.plot(k, duck, label="DuckDB: apply the change, re-run the SQL (wall time)",
+                    color="C2", marker="^", linestyle="--")
         ax.set(xscale="log", yscale="log", xlabel="datoms per transaction", ylabel="ms (median)",
                title=f"{q} view")
         ax.grid(True, which="both", alpha=0.3)
