@@ -142,6 +142,47 @@ def _re_matches(pattern: Any, s: str) -> Any:
     return _groups(_regex(pattern).fullmatch(s))
 
 
+def _re_seq(pattern: Any, s: str) -> list:
+    """``(re-seq re s)``: every match of ``re`` in ``s``, in order (each as ``re-find``).
+
+    >>> _re_seq("[0-9]+", "a1 b22 c333")
+    ['1', '22', '333']
+    """
+    return [_groups(m) for m in _regex(pattern).finditer(s)]
+
+
+_RANGE_MAX = 1_000_000  # rows one (range ...) may produce: query text must not exhaust memory
+
+
+def _range(*args: Any) -> range:
+    """``(range end)``, ``(range start end)``, ``(range start end step)`` of longs."""
+    if not 1 <= len(args) <= 3 or not all(type(a) is int for a in args):
+        raise QueryError("range takes 1 to 3 longs: (range end), (range start end) or "
+                         "(range start end step)")
+    r = range(*args)
+    if len(r) > _RANGE_MAX:
+        raise QueryError(f"range of {len(r):,} values: at most {_RANGE_MAX:,}")
+    return r
+
+
+def _get(coll: Any, key: Any, default: Any = None) -> Any:
+    """``(get coll key)``: a map's value, or a vector's element, else ``default``."""
+    if isinstance(coll, dict):
+        return coll.get(key, default)
+    if isinstance(coll, (list, tuple, str)) and type(key) is int and 0 <= key < len(coll):
+        return coll[key]
+    return default
+
+
+def _contains(coll: Any, key: Any) -> bool:
+    """``(contains? coll key)``: a key of a map or set, an index of a vector."""
+    if isinstance(coll, (dict, set, frozenset)):
+        return key in coll
+    if isinstance(coll, (list, tuple, str)):
+        return type(key) is int and 0 <= key < len(coll)
+    return False
+
+
 def _subs(s: str, start: int, end: int | None = None) -> str:
     if start < 0 or start > len(s) or (end is not None and not start <= end <= len(s)):
         raise QueryError(f"subs: index out of range for {excerpt(s)}: {start}..{end}")
@@ -174,6 +215,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "inc": lambda x: x + 1, "dec": lambda x: x - 1,
     "max": max, "min": min, "abs": abs,
     "count": _count, "re-find": _re_find, "re-pattern": _regex, "re-matches": _re_matches,
+    "re-seq": _re_seq, "range": _range, "get": _get, "contains?": _contains,
+    "not": lambda x: x is None or x is False, "empty?": lambda x: len(x) == 0,
     "identity": lambda x: x, "ground": lambda x: x,
     "tuple": lambda *xs: tuple(xs), "untuple": lambda t: tuple(t),
     "vector": lambda *xs: list(xs), "list": lambda *xs: list(xs),

@@ -114,3 +114,17 @@ def test_q_gives_back_what_it_interned_and_pull_patterns_come_as_inputs():
     assert db.q(query, pattern, "Ann") == {":name": "Ann", ":age": 30}
     assert db.q(query, pattern, "Zed") == {":name": "Zed", ":age": 0}
     assert db.q(query, "[:name]", "Ann") == {":name": "Ann"} and e
+
+
+def test_more_of_clojure_core_as_datascript_has_it():
+    db = Database()
+    db.transact('[{:db/ident :s :db/valueType :db.type/string}]')
+    db.transact([{":s": "a1 b22"}])
+    assert db.q('[:find ?x :where [(range 1 4) [?x ...]]]') == {(1,), (2,), (3,)}
+    assert db.q('[:find ?m :where [_ :s ?s] [(re-seq "[0-9]+" ?s) [?m ...]]]') == {("1",), ("22",)}
+    assert db.q('[:find ?v . :where [(ground [10 20]) ?m] [(get ?m 1) ?v]]') == 20
+    assert db.q('[:find ?s :where [_ :s ?s] [(contains? #{"a1 b22"} ?s)]]') == {("a1 b22",)}
+    assert db.q('[:find ?s :where [_ :s ?s] [(empty? ?s)]]') == set()
+    assert db.q('[:find ?s :where [_ :s ?s] [(= ?s "x") ?b] [(not ?b)]]') == {("a1 b22",)}
+    with pytest.raises(QueryError, match="at most"):
+        db.q('[:find ?x :where [(range 100000000) [?x ...]]]')
