@@ -42,7 +42,6 @@ Relies on ``indexes.eav``, ``queries.circuits``, ``queries.parse``; the user-fac
 
 from __future__ import annotations
 
-import functools
 import itertools
 from collections import OrderedDict
 import time
@@ -56,13 +55,15 @@ import numpy as np
 from indexes.eav import Attribute, EavStore, tx_t
 from indexes.interner import check_depth
 from indexes.transaction import deferred_interrupts
-from queries.ast import BindScalar, FindColl, FindPull, FindScalar, FindTuple, Query, Var
+from queries.ast import FindPull, Query
 from indexes.index import Relation
 from queries.bind import Binder, Inputs, bind_inputs
-from queries.circuits import CompiledView, Groups, aggregate_once, compile_view
+from queries.aggregates import Groups, aggregate_once
+from queries.circuits import CompiledView, compile_view
+from queries.results import Change, pulled, shape
 from queries.pull import pull
-from queries.edn import Keyword, Symbol, loads
-from queries.functions import Registry, compare
+from queries.edn import Keyword, loads
+from queries.functions import Registry
 from queries.history import MemoryLog, as_of_store, history_store, resolve_t, since_store
 from queries.parse import parse_query
 from queries.transact import bulk, resolve
@@ -72,41 +73,6 @@ __all__ = ["Database", "View", "Report", "Change", "TX_INSTANT"]
 
 Q_CACHE = 64  # compiled circuits of q kept per database (least recently used first out)
 TX_INSTANT = ":db/txInstant"  # every transaction entity has one: its wall-clock instant
-
-class Change:
-    """Rows a view gained and lost in one transaction.
-
-    ``added`` and ``removed`` are lists of Python tuples, decoded from the view's interned
-    ids the first time they are read (a transaction's change costs nothing to decode until
-    then).
-    """
-
-    __slots__ = ("_added", "_removed", "_decode")
-
-    def __init__(self, added: Any = None, removed: Any = None, decode: Any = None):
-        self._added = [] if added is None else added
-        self._removed = [] if removed is None else removed
-        self._decode = decode
-
-    def _read(self, rows: Any) -> list:
-        return self._decode(rows) if isinstance(rows, np.ndarray) else rows
-
-    @property
-    def added(self) -> list:
-        self._added = self._read(self._added)
-        return self._added
-
-    @property
-    def removed(self) -> list:
-        self._removed = self._read(self._removed)
-        return self._removed
-
-    def __bool__(self) -> bool:
-        return bool(len(self._added) or len(self._removed))
-
-    def __repr__(self) -> str:
-        return f"Change(added={self.added!r}, removed={self.removed!r})"
-
 
 @dataclass
 class Report:
@@ -153,7 +119,7 @@ class View:
     def _decode(self, ids: np.ndarray, kind: str = "prev") -> list:
         rows = [tuple(r) for r in self.db.store.interner.decode(ids).tolist()] if len(ids) else []
         if self._pulls:
-            rows = _pulled(self.db.store, self.query, rows, kind, self.inputs)
+            rows = pulled(self.db.store, self.query, rows, kind, self.inputs)
         return rows
 
     def _current(self) -> list:
@@ -163,7 +129,7 @@ class View:
 
     def result(self) -> Any:
         """The current answer, shaped by the find spec like ``Database.q``."""
-        return _shape(self.query, self._current())
+        return shape(self.query, self._current())
 
     def _group_change(self, z: Any) -> tuple[Change, Any]:
         ids = list(map(tuple, z.keys.tolist()))
@@ -246,62 +212,6 @@ def _input_key(inputs: tuple) -> tuple:
             return (type(x).__name__,) + tuple(one(y) for y in x)
         return (type(x).__name__, x)
     return tuple(one(x) for x in inputs)
-
-
-def _pulled(store: EavStore, query: Query, rows: list, kind: str, inputs: tuple) -> list:
-    """Rows with each pull element's entity id replaced by its pulled map (a pattern
-    given as an input, ``(pull ?e ?pattern)``, is read from ``inputs``)."""
-    elems = query.find.elements
-    given = {d.var.name: v for d, v in Inputs(query, inputs).bindings if isinstance(d, BindScalar)}
-    specs = [(given[e.pattern.name] if isinstance(e.pattern, Var) else e.pattern)
-             if isinstance(e, FindPull) else None for e in elems]
-    return [tuple(pull(store, x, spec, kind) if spec is not None else x
-                  for spec, x in zip(specs, r)) for r in rows]
-
-
-def _key(x: Any) -> Any:
-    """A hashable stand-in for a result row (pulled maps and collection aggregates)."""
-    if isinstance(x, (list, tuple)):
-        return tuple(_key(v) for v in x)
-    if isinstance(x, dict):
-        return frozenset((_key(k), _key(v)) for k, v in x.items())
-    if isinstance(x, (set, frozenset)):
-        return frozenset(_key(v) for v in x)
-    return x
-
-
-def _sort(rows: list) -> list:
-    def cmp(a: Any, b: Any) -> int:
-        for x, y in zip(a, b):
-            c = compare(x, y)
-            if c:
-                return c
-        return 0
-    try:
-        return sorted(rows, key=functools.cmp_to_key(cmp))
-    except TypeError:
-        return rows
-
-
-def _shape(query: Query, rows: list) -> Any:
-    f = query.find
-    if query.keys is not None:
-        # Datomic: :keys gives keyword keys, :strs strings, :syms symbols
-        make = {"keys": lambda k: Keyword(":" + k), "syms": Symbol}.get(query.keys_kind, str)
-        keys = [make(str(k).lstrip(":")) for k in query.keys]
-        if isinstance(f, FindTuple):
-            return dict(zip(keys, rows[0])) if rows else None
-        return [dict(zip(keys, r)) for r in _sort(rows)]
-    if isinstance(f, FindColl):
-        return [r[0] for r in _sort(rows)]
-    if isinstance(f, FindTuple):
-        return _sort(rows)[0] if rows else None
-    if isinstance(f, FindScalar):
-        return _sort(rows)[0][0] if rows else None
-    try:
-        return set(rows)
-    except TypeError:  # pulled maps or collection aggregates are not hashable
-        return _sort(rows)
 
 
 class Database:
@@ -490,8 +400,8 @@ class Database:
                     groups.apply(list(map(tuple, z.keys.tolist())), vals, z.weights.tolist())
                     rows = groups.rows()
                 if any(isinstance(e, FindPull) for e in q.find.elements):
-                    rows = _pulled(self.store, q, rows, "prev", inputs)
-                return _shape(q, rows)
+                    rows = pulled(self.store, q, rows, "prev", inputs)
+                return shape(q, rows)
             finally:
                 if interner.marks() != marks:
                     interner.truncate(marks)

@@ -437,8 +437,7 @@ class Graph:
         return self._apply(inserts, deletes)
 
     def circuit(self) -> GraphCircuit:
-        """A DBSP circuit fed by this graph's views, stepped by every ``apply``
-        (``queries.graph_circuit``)."""
+        """A circuit fed by this graph's views, stepped by every ``apply`` (``graph_circuit``)."""
         c = GraphCircuit(self)
         self._circuits.append(c)
         return c

@@ -281,7 +281,7 @@ def find_rows(ev: Evaluator, query: Query, table: Table) -> list[tuple]:
 
 def oracle_q(db: Any, query: Any, *inputs: Any) -> Any:
     """``query`` answered by the oracle, shaped like ``Database.q``."""
-    from queries.database import _shape
+    from queries.results import shape as _shape
     q = query if isinstance(query, Query) else parse_query(query)
     given = Inputs(q, inputs)
     ev = Evaluator(db.store, "prev", q, given.rules, given.sources)

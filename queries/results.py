@@ -1,0 +1,105 @@
+"""What a query returns: rows decoded, pulled, sorted and shaped by the find spec.
+
+``shape`` turns rows into what ``q`` returns (a set, a list, a tuple, a scalar, or maps
+for ``:keys``/``:strs``/``:syms``); ``pulled`` replaces entity ids by pulled maps;
+``Change`` is a view's change in one transaction, decoded when read.
+
+Relies on ``queries.pull`` and ``queries.functions`` (the order of values); used by
+``queries.database``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from indexes.eav import EavStore
+from queries.ast import BindScalar, FindColl, FindPull, FindScalar, FindTuple, Query, Var
+from queries.bind import Inputs
+from queries.edn import Keyword, Symbol
+from queries.functions import compare
+from queries.pull import pull
+
+__all__ = ["Change", "shape", "pulled"]
+
+
+class Change:
+    """Rows a view gained and lost in one transaction.
+
+    ``added`` and ``removed`` are lists of Python tuples, decoded from the view's interned
+    ids the first time they are read (a transaction's change costs nothing to decode until
+    then).
+    """
+
+    __slots__ = ("_added", "_removed", "_decode")
+
+    def __init__(self, added: Any = None, removed: Any = None, decode: Any = None):
+        self._added = [] if added is None else added
+        self._removed = [] if removed is None else removed
+        self._decode = decode
+
+    def _read(self, rows: Any) -> list:
+        return self._decode(rows) if isinstance(rows, np.ndarray) else rows
+
+    @property
+    def added(self) -> list:
+        self._added = self._read(self._added)
+        return self._added
+
+    @property
+    def removed(self) -> list:
+        self._removed = self._read(self._removed)
+        return self._removed
+
+    def __bool__(self) -> bool:
+        return bool(len(self._added) or len(self._removed))
+
+    def __repr__(self) -> str:
+        return f"Change(added={self.added!r}, removed={self.removed!r})"
+
+
+def pulled(store: EavStore, query: Query, rows: list, kind: str, inputs: tuple) -> list:
+    """Rows with each pull element's entity id replaced by its pulled map (a pattern
+    given as an input, ``(pull ?e ?pattern)``, is read from ``inputs``)."""
+    elems = query.find.elements
+    given = {d.var.name: v for d, v in Inputs(query, inputs).bindings if isinstance(d, BindScalar)}
+    specs = [(given[e.pattern.name] if isinstance(e.pattern, Var) else e.pattern)
+             if isinstance(e, FindPull) else None for e in elems]
+    return [tuple(pull(store, x, spec, kind) if spec is not None else x
+                  for spec, x in zip(specs, r)) for r in rows]
+
+
+def _sort(rows: list) -> list:
+    def cmp(a: Any, b: Any) -> int:
+        for x, y in zip(a, b):
+            c = compare(x, y)
+            if c:
+                return c
+        return 0
+    try:
+        return sorted(rows, key=functools.cmp_to_key(cmp))
+    except TypeError:
+        return rows
+
+
+def shape(query: Query, rows: list) -> Any:
+    f = query.find
+    if query.keys is not None:
+        # Datomic: :keys gives keyword keys, :strs strings, :syms symbols
+        make = {"keys": lambda k: Keyword(":" + k), "syms": Symbol}.get(query.keys_kind, str)
+        keys = [make(str(k).lstrip(":")) for k in query.keys]
+        if isinstance(f, FindTuple):
+            return dict(zip(keys, rows[0])) if rows else None
+        return [dict(zip(keys, r)) for r in _sort(rows)]
+    if isinstance(f, FindColl):
+        return [r[0] for r in _sort(rows)]
+    if isinstance(f, FindTuple):
+        return _sort(rows)[0] if rows else None
+    if isinstance(f, FindScalar):
+        return _sort(rows)[0][0] if rows else None
+    try:
+        return set(rows)
+    except TypeError:  # pulled maps or collection aggregates are not hashable
+        return _sort(rows)
