@@ -26,9 +26,8 @@ The pieces:
   derivation. Non-recursive rules are unions at the root;
 * a clause list that binds no variable carries one constant column (``UNIT_VAR``);
 * a collection of tuples given as a source (``:in $ $2``) is one more relation of the join;
-* aggregates keep per-group state (``Groups``): the group's rows, running integer sums;
-  a transaction recomputes only the groups it touches. Pull is applied to the rows when
-  they are read.
+* the sink's rows feed the aggregates of ``:find`` (``queries.aggregates``); pull is applied
+  to the rows when they are read (``queries.results``).
 
 Relies on ``wcoj`` (circuit, operators, generic join), ``queries.bind`` and
 ``queries.rewrite``; used by ``queries.database`` and ``queries.plan``.

@@ -22,7 +22,8 @@ telescoping rule, rules as child circuits iterated to a fixed point, aggregates 
 group. A failed transaction restores every view. ``load_datoms``/``load_edges`` take numpy
 arrays as one transaction, without a Python loop per datom.
 
-Relies on ``indexes.eav``, ``queries.circuits``, ``queries.parse``; the user-facing facade.
+Relies on ``indexes.eav``, ``queries.circuits``, ``queries.aggregates``, ``queries.results``,
+``queries.parse``; the user-facing facade.
 
 >>> db = Database()
 >>> _ = db.transact('''[{:db/ident :person/name :db/valueType :db.type/string
