@@ -46,19 +46,8 @@ from typing import Any
 
 from wcoj.errors import EdnSyntaxError, InputError, excerpt
 
-__all__ = [
-    "Keyword",
-    "Symbol",
-    "EdnList",
-    "Tagged",
-    "loads",
-    "loads_all",
-    "dumps",
-    "dumps_safe",
-    "read_inst",
-    "hashable",
-    "MAX_DEPTH",
-]
+__all__ = ["Keyword", "Symbol", "EdnList", "Tagged", "loads", "loads_all", "dumps", "dumps_safe",
+           "read_inst", "hashable", "MAX_DEPTH"]
 
 MAX_DEPTH = 100
 """Forms (and pending ``#_``/``#tag`` prefixes) nest at most this deep: Datomic data nests a
