@@ -54,7 +54,7 @@ from queries.rewrite import rewrite
 from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
 from wcoj.config import RECURSION_LIMIT
 from wcoj.errors import CircuitError, NoFixedPointError, QueryError, UnboundVariableError
-from wcoj.generic_join import IncrementalGenericJoin
+from wcoj.generic_join import IncrementalGenericJoin, choose_order
 from wcoj.operators import distinct_nested, fold_map, incremental_join
 from wcoj.zset import ZSet
 
@@ -342,7 +342,13 @@ class CompiledView:
         filters += [self.ev.predicate_filter(x, decoded) for x in preds]
         out = sorted({t for _, terms in atoms for t in terms
                       if isinstance(t, str) and not t.startswith("_")})
-        join = IncrementalGenericJoin(atoms, out, filters=filters)
+        # the first tick's order: an atom holding a constant counts as small, so a bound
+        # value leads (the deltas' orders are the join's own)
+        sizes = [1.0 if any(not isinstance(t, str) for t in terms) else float(len(src))
+                 for src, terms in atoms]
+        order = choose_order([[t for t in terms if isinstance(t, str)] for _, terms in atoms],
+                             sizes=sizes)
+        join = IncrementalGenericJoin(atoms, out, filters=filters, batch_order=order)
         inputs = [self._source(src) for src, _ in atoms]
         stream = self.root.add(CoreJoin(join, self), *dict.fromkeys(inputs))
         if not any(isinstance(t, str) and t.startswith("_") and not t.startswith("_eq")
