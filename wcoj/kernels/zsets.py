@@ -194,23 +194,8 @@ def sort_small_into(keys, weights, out_keys, out_w):
             order[j] = order[j - 1]
             j -= 1
         order[j] = i
-    m = 0
-    i = 0
-    while i < n:
-        r = order[i]
-        s = weights[r]
-        k = i + 1
-        while k < n and _cmp(keys, order[k], keys, r) == 0:
-            if _add_overflows(s, weights[order[k]]):
-                return m, order[k]
-            s += weights[order[k]]
-            k += 1
-        if s != 0:
-            out_keys[m] = keys[r]
-            out_w[m] = s
-            m += 1
-        i = k
-    return m, -1
+    m, bad = sum_adjacent_into(keys[order], weights[order], out_keys, out_w)
+    return m, (order[bad] if bad >= 0 else -1)
 
 
 @njit(cache=True, nogil=True)
