@@ -333,16 +333,10 @@ class Trace:
 
         Not consolidated across runs; times are as stored (possibly advanced).
         """
-        km = None if keys is None else self._key_matrix(keys)
         parts_k, parts_w = [], []
-        if km is None or len(km):
-            for r in self._all_runs():
-                if not len(r) or (box is not None and not box.may_overlap(r.tlo, r.thi)):
-                    continue
-                k, w = r.entries(box, km)
-                if len(w):
-                    parts_k.append(k)
-                    parts_w.append(w)
+        for k, w in self._run_entries(box, keys):
+            parts_k.append(k)
+            parts_w.append(w)
         if not parts_k:
             return (np.zeros((0, self.arity), dtype=np.int64),
                     np.zeros((0, self.n_dims), dtype=np.int64), np.zeros(0, dtype=np.int64))
@@ -354,16 +348,22 @@ class Trace:
         """The distinct keys (sorted rows of ``n_key`` columns) of the entries in ``box``
         (with a key in ``keys``): each run's entries are sorted by key already, so they
         are deduplicated and merged in linear passes, without a sort."""
-        km = None if keys is None else self._key_matrix(keys)
-        nk, parts = self.n_key, []
-        if km is None or len(km):
-            for r in self._all_runs():
-                if not len(r) or (box is not None and not box.may_overlap(r.tlo, r.thi)):
-                    continue
-                k, w = r.entries(box, km)
-                if len(w):
-                    parts.append((k[:, :nk], np.ones(len(w), dtype=np.int64)))
+        nk = self.n_key
+        parts = [(k[:, :nk], np.ones(len(w), dtype=np.int64))
+                 for k, w in self._run_entries(box, keys)]
         return consolidate_sorted_parts(parts, nk).keys
+
+    def _run_entries(self, box: Box | None, keys: Any):
+        """Each run's non-empty ``(rows + times, weights)`` in ``box`` with a key in ``keys``."""
+        km = None if keys is None else self._key_matrix(keys)
+        if km is not None and not len(km):
+            return
+        for r in self._all_runs():
+            if not len(r) or (box is not None and not box.may_overlap(r.tlo, r.thi)):
+                continue
+            k, w = r.entries(box, km)
+            if len(w):
+                yield k, w
 
     def lookup(self, keys: Any) -> tuple[I64, I64, I64]:
         """All ``(rows, times, weights)`` whose key is one of ``keys`` (a Z-set of key rows,
