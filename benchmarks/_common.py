@@ -179,3 +179,16 @@ def row_printer(columns: Sequence[str], widths: Sequence[int]) -> Callable[..., 
 
     row(*columns)
     return row
+
+
+def measure_tree(script: str, tree: str, argv: Sequence[str]) -> dict:
+    """Run benchmark ``script`` with ``--child`` and ``argv`` on another checkout ``tree``
+    (``PYTHONPATH`` on it, in a subprocess) and return the JSON it prints last: the same
+    measurement of another version of the code, side by side with this one."""
+    import os
+    import sys
+    env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()))
+    res = subprocess.run([sys.executable, str(Path(script).resolve()), "--child", *argv],
+                         env=env, cwd=tree, capture_output=True, text=True, check=True)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+

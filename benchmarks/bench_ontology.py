@@ -20,13 +20,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 
@@ -99,12 +95,10 @@ def main(argv: list[str] | None = None) -> None:
     print(results.header)
     trees = {"this tree": measure(a.entities, a.classes, sizes, a.repeat, a.seed)}
     if a.tree:
-        env = dict(os.environ, PYTHONPATH=str(Path(a.tree).resolve()))
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--entities",
-               str(a.entities), "--classes", str(a.classes), "--sizes", a.sizes,
-               "--repeat", str(a.repeat), "--seed", str(a.seed)]
-        res = subprocess.run(cmd, env=env, cwd=a.tree, capture_output=True, text=True, check=True)
-        trees[a.tree] = json.loads(res.stdout.strip().splitlines()[-1])
+        from benchmarks._common import measure_tree  # the child may run an older _common
+        trees[a.tree] = measure_tree(__file__, a.tree, [
+            "--entities", str(a.entities), "--classes", str(a.classes), "--sizes", a.sizes,
+            "--repeat", str(a.repeat), "--seed", str(a.seed)])
     for name, r in trees.items():
         print(f"{name}: q {r['q_s']:.2f} s (count {r['answer']}), view registered in "
               f"{r['register_s']:.2f} s")

@@ -14,13 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 
@@ -80,12 +76,10 @@ def main(argv: list[str] | None = None) -> None:
     print(results.header)
     trees = {"this tree": measure(a.people, a.edges, a.tx, a.repeat, a.seed)}
     if a.tree:
-        env = dict(os.environ, PYTHONPATH=str(Path(a.tree).resolve()))
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--people",
-               str(a.people), "--edges", str(a.edges), "--repeat", str(a.repeat), "--seed",
-               str(a.seed), "--tx", *map(str, a.tx)]
-        res = subprocess.run(cmd, env=env, cwd=a.tree, capture_output=True, text=True, check=True)
-        trees[a.tree] = json.loads(res.stdout.strip().splitlines()[-1])
+        from benchmarks._common import measure_tree  # the child may run an older _common
+        trees[a.tree] = measure_tree(__file__, a.tree, [
+            "--people", str(a.people), "--edges", str(a.edges), "--repeat", str(a.repeat),
+            "--seed", str(a.seed), "--tx", *map(str, a.tx)])
     names = list(trees)
     print(f"{'ms':28}" + "".join(f"{n[-20:]:>22}" for n in names)
           + (f"{'other/this':>12}" if len(names) == 2 else ""))
