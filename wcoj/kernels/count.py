@@ -16,9 +16,8 @@ Inputs are int64 only; the program and frontier are ``program``'s.
 """
 
 import numpy as np
-from numba import njit
 
-from .memory import load, prefetch, row_kernel
+from .memory import kernel, load, prefetch, row_kernel
 from .program import SBASE, SCOL, SDENSE, SHI, SLAST, SLO, SN, SUNIT, SV, _candidates, _distinct, _next, _weight
 from .search import gallop, narrow
 from .zsets import _add_overflows, _mul_overflows
@@ -87,7 +86,7 @@ def _count_last(l, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, b
     for j in range(s1 - s0):
         cur[j] = lo[j]
     while True:
-        ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, 0)
+        ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, np.int64(0))
         if not ok:
             return True, acc
         if not _distinct(x, bound, r, ne_off, ne_col, l):
@@ -148,7 +147,7 @@ def _probe_row(S, sp, pl, ph, sd, sg, sf, fl, fh, mark, mark_lo, mark_size, b0, 
     return True, acc
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def count_tail(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
                ne_off, ne_col, bound, w, LO, HI, mark_slot, mark_lo, mark_size, r0, r1):
     """Weighted count of the completions of frontier rows ``r0:r1`` over the last one or
@@ -240,7 +239,7 @@ def count_tail(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
             one_hi[0, p] = HI[r, p]
         acc = np.int64(0)
         while True:
-            ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, 0)
+            ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, np.int64(0))
             if not ok:
                 break
             if not _distinct(x, bound, r, ne_off, ne_col, l):
@@ -279,7 +278,7 @@ def count_tail(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
                     ok2 = True
             else:
                 ok2, s = _count_last(l + 1, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
-                                     bnd_upper, ne_off, ne_col, one_lo, one_hi, one_b, 0, lo2, hi2,
+                                     bnd_upper, ne_off, ne_col, one_lo, one_hi, one_b, np.int64(0), lo2, hi2,
                                      cur2, hits2)
             if not ok2 or _mul_overflows(s, wt) or _add_overflows(acc, s * wt):
                 return r, np.int64(0)

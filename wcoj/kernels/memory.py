@@ -24,9 +24,10 @@ import time
 from llvmlite import ir
 from numba import config, njit, types
 from numba.core import cgutils
+from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic
 
-__all__ = ["load", "store", "prefetch", "cycles", "row_kernel", "inlined", "TABLE_FIELDS", "V", "N", "LO", "HI", "BASE", "DENSE", "CAP",
+__all__ = ["load", "store", "prefetch", "cycles", "kernel", "row_kernel", "inlined", "TABLE_FIELDS", "V", "N", "LO", "HI", "BASE", "DENSE", "CAP",
            "USED", "DEAD", "ROOM", "LIVE", "MINV", "MAXV", "NONUNIT"]
 
 # A trie of arity r is described to the kernels by a table int64[r, TABLE_FIELDS], one row
@@ -50,14 +51,39 @@ __all__ = ["load", "store", "prefetch", "cycles", "row_kernel", "inlined", "TABL
 TABLE_FIELDS = 14
 V, N, LO, HI, BASE, DENSE, CAP, USED, DEAD, ROOM, LIVE, MINV, MAXV, NONUNIT = range(TABLE_FIELDS)
 
-# The helpers a join or a tick calls per row, per candidate or per change never allocate,
-# so they are compiled without Numba's reference counting (the ``_nrt`` option): with it,
-# each call counted references to its array arguments on entry and exit, two atomic
+class _Kernel(CPUDispatcher):
+    """A dispatcher that compiles one version per argument *types*: a kernel called from
+    another with a constant (``f(x, 0)``, ``g(..., False)``) would otherwise get its own
+    version for that constant's literal type, then another for the plain type. On a cold
+    cache those duplicates cost seconds each (the demo's first count compiled
+    ``_extend_rows`` twice, the generated tick's ``dispatch`` seven times). LLVM still
+    folds a constant where it inlines the callee."""
+
+    def get_call_template(self, args, kws):
+        return super().get_call_template(tuple(types.unliteral(a) for a in args),
+                                         {k: types.unliteral(v) for k, v in kws.items()})
+
+
+def _compiled(**options):
+    def wrap(f):
+        if config.DISABLE_JIT:
+            return f
+        d = _Kernel(py_func=f, locals={}, targetoptions={"nopython": True, "nogil": True, **options})
+        d.enable_caching()
+        return d
+    return wrap
+
+
+# ``kernel``: a compiled function (cached on disk, releasing the GIL). The helpers a join
+# or a tick calls per row, per candidate or per change never allocate, so ``row_kernel``
+# compiles them without Numba's reference counting (the ``_nrt`` option): with it, each
+# call counted references to its array arguments on entry and exit, two atomic
 # operations per array and call (Numba's pruning of those pairs gives up on paths longer
 # than 15 blocks). Without it, an allocation in such a helper fails to compile. ``_nrt``
 # is underscored in Numba (pinned in pyproject.toml): a version without it fails loudly at
 # the first compile ("Unrecognized options"), never silently.
-row_kernel = njit(cache=True, nogil=True, _nrt=False)
+kernel = _compiled()
+row_kernel = _compiled(_nrt=False)
 
 
 def inlined(f):

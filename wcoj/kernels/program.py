@@ -32,7 +32,7 @@ edits to the helpers imported from ``memory``, ``search`` and ``weights``: clear
 import numpy as np
 from numba import njit
 
-from .memory import ROOM, load, prefetch, row_kernel
+from .memory import ROOM, kernel, load, prefetch, row_kernel
 from .search import bsearch, gallop, narrow
 from .zsets import _add_overflows, _mul_overflows
 
@@ -247,10 +247,10 @@ def _extend_rows(l, r, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_co
     s0, s1 = level_slots[l], level_slots[l + 1]
     a0 = level_atoms[l]
     n_atoms = level_atoms[l + 1] - a0 - 1
-    ahead = 0
+    ahead = np.int64(0)  # not literal 0, which Numba would compile _next for once more
     for s in range(s0, s1):
         if S[s, SDENSE] != 0:
-            ahead = AHEAD
+            ahead = np.int64(AHEAD)
     while r < n:
         best, size = _candidates(l, S, level_slots, atom_bounds, a0, n_atoms, bnd_off, bnd_col, bnd_upper, LO, HI,
                                  r, bound, r, lo, hi)
@@ -289,15 +289,19 @@ def _extend_rows(l, r, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_co
     return 0, r, m, 0
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _grown(a, m, cap):
     """A copy of ``a`` with room for ``cap`` rows, its first ``m`` rows kept."""
     out = np.empty((cap,) + a.shape[1:], dtype=a.dtype)
-    out[:m] = a[:m]
+    # element by element: a slice assignment compiles Numba's shape-mismatch message
+    # (its string formatting), seconds of a cold start for a check that cannot fail here
+    src, dst = a.reshape(-1), out.reshape(-1)
+    for i in range(m * (src.shape[0] // max(a.shape[0], 1))):
+        dst[i] = src[i]
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def levels_from(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col,
                 bound, w, LO, HI, stop_level, limit):
     """Extend the frontier ``bound``/``w``/``LO``/``HI`` (the values of the levels before
@@ -329,7 +333,7 @@ def levels_from(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_
         nw = np.empty(cap, dtype=np.int64)
         NLO = np.empty((cap, P), dtype=np.int64)
         NHI = np.empty((cap, P), dtype=np.int64)
-        m = r = 0
+        m = r = np.int64(0)  # not literal 0: Numba would compile _extend_rows once more for it
         while True:
             code, r, m, need = _extend_rows(l, r, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
                                             bnd_upper, ne_off, ne_col, bound, w, LO, HI, nb, nw, NLO, NHI, m,
@@ -349,7 +353,7 @@ def levels_from(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_
     return bound.shape[0], bound, w, LO, HI
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def run_levels(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col,
                LO0, HI0, stop_level, limit):
     """``levels_from`` from one empty prefix whose part ranges are ``LO0``/``HI0``."""
@@ -446,7 +450,7 @@ def _seed_walk(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
     return m, -1
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _seed(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col, LO0, HI0,
           seed, dcol, limit):
     """``run_levels(..., seed, limit)`` when levels ``0 .. seed - 1`` bind the columns of
@@ -481,8 +485,9 @@ def _seed(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
     NHI = np.empty((n, P), dtype=np.int64)
     RLO = np.empty((seed + 1, P), dtype=np.int64)
     RHI = np.empty((seed + 1, P), dtype=np.int64)
-    RLO[0] = LO0
-    RHI[0] = HI0
+    for p in range(P):
+        RLO[0, p] = LO0[p]
+        RHI[0, p] = HI0[p]
     wts = np.ones(seed + 1, dtype=np.int64)
     hits = np.empty(smax, dtype=np.int64)
     pos = np.zeros(seed, dtype=np.int64)
@@ -498,7 +503,7 @@ def _seed(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
     return np.int64(m), nb[:m], nw[:m], NLO[:m], NHI[:m]
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def slot_table(T, at, deep, fixed, part_rows):
     """The slot table of a join program from its parts' stacked table rows ``T``: slot
     ``s`` copies the first six fields of row ``at[s]`` (level-0 fields zeroed when
@@ -522,7 +527,7 @@ def slot_table(T, at, deep, fixed, part_rows):
     return S, np.zeros_like(hi), hi
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def run_terms(T, at, deep, fixed, part_rows, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
               ne_off, ne_col, term_levels, term_parts, out_cols, limit, first_part, term_seed, share, shares):
     """Every term of a delta rule, each a whole join, in one call, over the slot table

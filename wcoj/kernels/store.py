@@ -25,7 +25,7 @@ level 0 the position it needs), ``OVERFLOW`` (a weight sum does not fit in int64
 import numpy as np
 from numba import njit
 
-from .memory import (BASE, CAP, DEAD, DENSE, HI, LIVE, LO, MAXV, MINV, N, NONUNIT, ROOM, USED, V, load,
+from .memory import (BASE, CAP, DEAD, DENSE, HI, LIVE, LO, MAXV, MINV, N, NONUNIT, ROOM, USED, V, kernel, load,
                      row_kernel, store)
 from .search import bsearch
 from .zsets import _add_overflows
@@ -217,7 +217,7 @@ def apply_row(T, row, w, reserve, path, dry):
     return OK, 0, 0
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def apply_rows(T, keys, weights, start, reserve):
     """``apply_row`` for rows ``start, start + 1, ...`` of ``keys``/``weights`` (in the
     trie's column order): ``(rows done, status, level, need)``; on ``NEED_ROOM`` or
@@ -230,7 +230,7 @@ def apply_rows(T, keys, weights, start, reserve):
     return keys.shape[0], OK, 0, 0
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def fill(T, keys, weights):
     """Write the sorted, unique rows ``keys`` (trie column order) with ``weights`` into
     the empty trie ``T``, whose arrays have room for them (a dense level 0 pre-filled
@@ -275,7 +275,7 @@ def fill(T, keys, weights):
         T[0, USED] = T[0, N]
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def row_weights(T, first, rows, out):
     """``out[i]``: the weight of ``rows[i]`` summed over every part (0 where absent).
 
@@ -304,7 +304,7 @@ def row_weights(T, first, rows, out):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def prefix_ranges(T, first, r, rows, lo, hi):
     """Per row ``i`` of ``rows`` (``int64[n, d]``) and part ``q``: ``[lo[i, q], hi[i, q])``,
     the range of level ``d`` under that prefix (``[p, p + 1)`` at ``d`` = arity, the leaf
@@ -327,7 +327,7 @@ def prefix_ranges(T, first, r, rows, lo, hi):
             lo[i, q], hi[i, q] = a, b
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def walk(T, keys, weights):
     """Write the trie's rows in order into ``keys``/``weights`` (room for every row);
     returns how many (leaves of weight 0 in a dense arity-1 level are skipped)."""
@@ -348,7 +348,8 @@ def walk(T, keys, weights):
         if l == r - 1:
             w = load(T[l, LO], p)
             if w != 0:
-                keys[m] = row
+                for c in range(r):  # not keys[m] = row: see program._grown
+                    keys[m, c] = row[c]
                 weights[m] = w
                 m += 1
             lo[l] += 1

@@ -27,7 +27,7 @@ import time
 import numpy as np
 from numba import njit
 
-from .memory import BASE, DENSE, HI, LO, N, V, cycles, load, prefetch, row_kernel
+from .memory import BASE, DENSE, HI, LO, N, V, cycles, kernel, load, prefetch, row_kernel
 from .search import bsearch, gallop, narrow
 from .store import MIN_CAP, NEED_ROOM, OK, OVERFLOW, apply_row, find
 from .zsets import _add_overflows, _mul_overflows
@@ -229,7 +229,7 @@ def prefetch_edge(B, layout, row, edges, j, lists):
     prefetch_change(B, layout, row, 0, lists)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def grown(out, m):
     """The output buffer with twice the room, its first ``m`` rows kept."""
     out2 = np.empty((2 * out.shape[0] + 16, out.shape[1]), dtype=np.int64)
@@ -251,7 +251,7 @@ def _row_less(a, x, y, rest):
     return False
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _sorted_order(a, n, rest):
     """The order of the first ``n`` rows of ``a`` by ``_row_less`` (a stable merge sort:
     plain loops compile in a fraction of the time Numba's ``argsort`` takes)."""
@@ -275,7 +275,7 @@ def _sorted_order(a, n, rest):
     return idx
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def consolidate(out, m):
     """The ``m`` rows of ``out`` (``[view, weight, keys...]``) sorted by view then keys,
     equal rows summed, zeros dropped: a new array. (A sum cannot overflow: every row's
@@ -300,7 +300,7 @@ def consolidate(out, m):
     return res[:n]
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def edge_changes(layout, B, ins, dels):
     """The changes of an edge tick: ``(bad, ch, n_primary)``; ``ch`` is ``int64[n, 2 +
     max_arity]``, rows ``(relation, weight, row...)``: the primary relation's changes
@@ -361,7 +361,7 @@ def _arc(T, a, b):
     return found
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _change_at(ch, n, a, b):
     """The position of ``(a, b)`` among the sorted primary changes ``0 .. n - 1``, or -1."""
     lo, hi = 0, n
@@ -374,7 +374,7 @@ def _change_at(ch, n, a, b):
     return lo if lo < n and ch[lo, 2] == a and ch[lo, 3] == b else -1
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _derived_changes(T, ch, n, directed, rel_o, rel_s, rel_s2):
     """Append the changes the primary changes ``0 .. n - 1`` make to the kept undirected
     relations (see ``edge_changes``; ``T``: the primary's natural index before them).
@@ -404,7 +404,7 @@ def _derived_changes(T, ch, n, directed, rel_o, rel_s, rel_s2):
     return m
 
 
-@njit(cache=True)
+@kernel
 def _now():
     return cycles()
 

@@ -14,6 +14,8 @@ at 0 (a segment runs to the next start, the last one to the end). Rows are
 import numpy as np
 from numba import njit
 
+from .memory import kernel
+
 __all__ = ["I64_MAX", "I64_MIN", "multiply_into", "segment_sum_into", "run_sums_into", "cross_multiply_into",
            "sort_small_into", "merge_rows_into", "sum_adjacent_into", "corner_sums_into", "cross_rows_into", "SMALL_ROWS"]
 
@@ -56,7 +58,7 @@ def _mul_overflows(a, b):
     return b < q
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def multiply_into(a, b, out):
     """out[i] = a[i] * b[i]; return the first overflowing row, or -1."""
     for i in range(out.shape[0]):
@@ -66,7 +68,7 @@ def multiply_into(a, b, out):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def segment_sum_into(w, starts, out):
     """out[s] = sum of w over segment s; return the first overflowing segment, or -1.
 
@@ -88,7 +90,7 @@ def segment_sum_into(w, starts, out):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def run_sums_into(keys, w, out_pos, out_sums):
     """Sum ``w`` over each run of equal ``keys`` (sorted), keeping the non-zero sums.
 
@@ -117,7 +119,7 @@ def run_sums_into(keys, w, out_pos, out_sums):
     return m, -1
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def cross_multiply_into(a_lo, a_n, b_lo, b_n, wa, wb, out_i, out_j, out_w):
     """The weight products of a join: for each matched run pair ``r``, every ``(i, j)`` of
     ``[a_lo[r], a_lo[r] + a_n[r]) x [b_lo[r], b_lo[r] + b_n[r])`` in row-major order gets
@@ -139,7 +141,7 @@ def cross_multiply_into(a_lo, a_n, b_lo, b_n, wa, wb, out_i, out_j, out_w):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def cross_rows_into(ka, kb, n_key, a_lo, a_n, b_lo, b_n, wa, wb, out_keys, out_w):
     """The rows of a join, written in place: for each matched run pair ``r``, every
     ``(i, j)`` of ``[a_lo[r], a_lo[r] + a_n[r]) x [b_lo[r], b_lo[r] + b_n[r])`` in
@@ -178,7 +180,7 @@ def _cmp(a, i, b, j):
     return 0
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def sort_small_into(keys, weights, out_keys, out_w):
     """Consolidate ``keys``/``weights`` (sort rows, add equal rows' weights in input
     order, drop zero sums) into ``out_keys``/``out_w`` (as many rows as the input).
@@ -198,7 +200,7 @@ def sort_small_into(keys, weights, out_keys, out_w):
     return m, (order[bad] if bad >= 0 else -1)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def merge_rows_into(ka, wa, kb, wb, out_keys, out_w):
     """Merge two consolidated row sets (sorted, unique), adding the weights of equal rows
     and dropping zero sums, in O((|a| + |b|) * width).
@@ -235,7 +237,7 @@ def merge_rows_into(ka, wa, kb, wb, out_keys, out_w):
     return m, -1
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def sum_adjacent_into(keys, w, out_keys, out_w):
     """Consolidate rows that are already sorted (equal rows adjacent, not yet unique):
     add the weights of each run of equal rows in order, drop zero sums, in O(n * width).
@@ -262,7 +264,7 @@ def sum_adjacent_into(keys, w, out_keys, out_w):
     return m, -1
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def corner_sums_into(idx, times, w, corners, out):
     """``out[c, idx[i]] += w[i]`` for every entry ``i`` whose time is ``<= corners[c]``
     coordinate-wise (the per-key integrals at the corners of a lattice time).

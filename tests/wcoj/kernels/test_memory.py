@@ -1,0 +1,55 @@
+"""The kernel decorators and raw memory access. Also run with ``NUMBA_DISABLE_JIT=1``."""
+
+import numpy as np
+import pytest
+from numba import config
+
+from wcoj.kernels.memory import _Kernel, kernel, load, store
+from wcoj.kernels.program import _grown
+
+
+def _add(a, b):
+    return a + b
+
+
+def _calls_with_constants(x):
+    return _add(x, 0) + _add(x, np.int64(1)) + _add(x, 2)
+
+
+@pytest.mark.skipif(config.DISABLE_JIT, reason="compiled versions exist only with the JIT on")
+def test_a_constant_argument_compiles_no_version_of_its_own():
+    # a callee called with literal constants used to get one version per constant's
+    # literal type, then one more for the plain type: seconds each on a cold cache.
+    # Built here without the disk cache, which would load the caller without compiling.
+    global _add
+    plain = _add
+    options = {"nopython": True, "nogil": True}
+    try:
+        _add = _Kernel(py_func=plain, locals={}, targetoptions=options)
+        caller = _Kernel(py_func=_calls_with_constants, locals={}, targetoptions=options)
+        assert caller(np.int64(5)) == 18
+        assert len(_add.signatures) == 1
+    finally:
+        _add = plain
+
+
+@kernel
+def _swap_in(addr, i, x):
+    old = load(addr, i)
+    store(addr, i, x)
+    return old
+
+
+def test_load_and_store_reach_an_array_through_its_address():
+    a = np.array([5, 6, 7], dtype=np.int64)
+    assert _swap_in(a.ctypes.data, 1, -4) == 6
+    assert a.tolist() == [5, -4, 7]
+
+
+@pytest.mark.parametrize("shape", [(5,), (5, 3), (0, 2)])
+def test_grown_keeps_the_first_rows_and_makes_room(shape):
+    a = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    m = min(3, shape[0])
+    out = _grown(a, m, 9)
+    assert out.shape == (9,) + shape[1:]
+    assert np.array_equal(out[:m], a[:m])
