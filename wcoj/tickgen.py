@@ -112,7 +112,7 @@ class _Term:
 
     def source(self) -> str:
         c, sp = self.code, self.spec
-        c(f"@row_kernel")
+        c("@row_kernel")
         c(f"def _t{self.t}(B, rows, rbase, ch, ci, w, sets, out, m, dcounts, view):")
         c.ind += 1
         state = {}
@@ -204,7 +204,7 @@ class _Term:
             d = lv.depth[k]
             c(f"L{a}_{l}, H{a}_{l} = ({lo}, {hi}) if {st} else (0, 0)")
             for j, upper in lv.bounds:
-                c(f"L{a}_{l}, H{a}_{l} = cut(B[R{a} + {d}, V], L{a}_{l}, H{a}_{l}, x{j}, {upper})")
+                c(f"L{a}_{l}, H{a}_{l} = narrow(B[R{a} + {d}, V], L{a}_{l}, H{a}_{l}, x{j}, {upper})")
             if ch is not None:
                 c(f"E{a}_{l} = {ch}")
                 c(f"e{a}_{l} = ch[ci, {2 + sp.atoms[a].cols[d]}]")
@@ -407,7 +407,8 @@ import numpy as np
 
 from wcoj.kernels.memory import DENSE, HI, LO, N, NONUNIT, V, cycles, kernel, load, row_kernel
 from wcoj.kernels.store import MIN_CAP, NEED_ROOM, OK, OVERFLOW
-from wcoj.kernels.tick import (FULL, _sec, apply_change, at0, consolidate, cut, edge_changes, fetch, fetch0,
+from wcoj.kernels.search import narrow
+from wcoj.kernels.tick import (FULL, _sec, apply_change, at0, consolidate, edge_changes, fetch, fetch0,
                                find_in, grown, kids, leaf, member, plus, prefetch_change, prefetch_edge, times,
                                undo_changes)
 

@@ -22,12 +22,12 @@ import ctypes
 import time
 
 from llvmlite import ir
-from numba import config, njit, types
+from numba import config, types
 from numba.core import cgutils
 from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic
 
-__all__ = ["load", "store", "prefetch", "cycles", "kernel", "row_kernel", "inlined", "TABLE_FIELDS", "V", "N", "LO", "HI", "BASE", "DENSE", "CAP",
+__all__ = ["load", "store", "prefetch", "cycles", "kernel", "row_kernel", "TABLE_FIELDS", "V", "N", "LO", "HI", "BASE", "DENSE", "CAP",
            "USED", "DEAD", "ROOM", "LIVE", "MINV", "MAXV", "NONUNIT"]
 
 # A trie of arity r is described to the kernels by a table int64[r, TABLE_FIELDS], one row
@@ -85,12 +85,6 @@ def _compiled(**options):
 kernel = _compiled()
 row_kernel = _compiled(_nrt=False)
 
-
-def inlined(f):
-    """A twin of the row kernel ``f`` that Numba inlines where it is called: for the
-    hottest call sites only (a call passes each array as seven or nine values, and a tick
-    makes several per change), since inlining everywhere doubled the cold compile time."""
-    return njit(cache=True, nogil=True, _nrt=False, inline="always")(getattr(f, "py_func", f))
 
 if config.DISABLE_JIT:
     def load(addr, i):

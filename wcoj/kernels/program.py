@@ -30,7 +30,6 @@ edits to the helpers imported from ``memory``, ``search`` and ``weights``: clear
 """
 
 import numpy as np
-from numba import njit
 
 from .memory import ROOM, kernel, load, prefetch, row_kernel
 from .search import bsearch, gallop, narrow
@@ -46,7 +45,7 @@ AHEAD = 8  # values of a proposer whose lookups in other atoms are prefetched ah
 GROW, OVERFLOW = 1, 2  # _extend_rows stopped: the next frontier must grow, or a weight overflowed
 
 
-@njit(cache=True, nogil=True, inline="always")
+@row_kernel
 def _present(S, s, p):
     """Whether position ``p`` of a dense level-0 slot holds a value."""
     if S[s, SLAST] != 0:
@@ -54,7 +53,7 @@ def _present(S, s, p):
     return load(S[s, SLO], p) < load(S[s, SHI], p)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@row_kernel
 def _find(S, s, lo, hi, cur, x):
     """Position of ``x`` in slot ``s``'s range ``[lo, hi)``, or -1: one access in a dense
     level 0; else a search from the cursor ``cur`` (a binary search over a fresh whole
@@ -73,7 +72,7 @@ def _find(S, s, lo, hi, cur, x):
     return -1, p
 
 
-@njit(cache=True, nogil=True, inline="always")
+@row_kernel
 def _descend(S, s, h, NLO, NHI, m):
     """Row ``m``'s range for slot ``s``'s part below its position ``h`` (empty at its last
     column or when absent)."""
@@ -122,7 +121,7 @@ def _candidates(l, S, level_slots, ab, a0, n_atoms, bnd_off, bnd_col, bnd_upper,
     return (best, size) if size > 0 else (-1, 0)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@row_kernel
 def _prefetch_lookups(S, s0, ab, a0, n_atoms, best, i, ahead):
     """For ``_next``: prefetch, in every other atom's dense parts, the child range of the
     proposer's (one part, slot ``ab[a0 + best]``) value at ``i + 2 * ahead`` and the
@@ -196,7 +195,7 @@ def _next(S, s0, ab, a0, n_atoms, best, lo, hi, cur, hits, ahead):
             return True, x
 
 
-@njit(cache=True, nogil=True, inline="always")
+@row_kernel
 def _distinct(x, bound, r, ne_off, ne_col, l):
     """Whether ``x`` differs from every column level ``l``'s ``!=`` filters name."""
     for i in range(ne_off[l], ne_off[l + 1]):

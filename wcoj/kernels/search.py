@@ -1,4 +1,5 @@
-"""Searches in sorted int64 ranges read through an address (nopython, inlined).
+"""Searches in sorted int64 ranges read through an address (row kernels: LLVM inlines them
+where they are called).
 
 ``bsearch`` and ``gallop`` return the first position in ``[lo, hi)`` whose value is at
 least ``x`` (``hi`` if none); ``gallop`` suits a cursor that only moves forward (its cost
@@ -6,8 +7,9 @@ is the log of the distance moved, not of the range). ``narrow`` cuts a range to 
 values above or below a bound (the ``<`` filters of a join). The arrays are read with
 ``memory.load``; the caller keeps them alive.
 
-Numba's cache does not see edits to these helpers from the modules that inline them:
-clear ``__pycache__`` after editing this file.
+Numba's cache does not see edits to these helpers from the kernels that call them (their
+code is linked into each caller's cached object): clear ``__pycache__`` after editing this
+file.
 
 >>> import numpy as np
 >>> a = np.array([1, 3, 5, 7], dtype=np.int64)
@@ -17,14 +19,13 @@ clear ``__pycache__`` after editing this file.
 [2, 4]
 """
 
-from numba import njit
 
-from .memory import load
+from .memory import load, row_kernel
 
 __all__ = ["bsearch", "gallop", "narrow"]
 
 
-@njit(cache=True, nogil=True, inline="always")
+@row_kernel
 def bsearch(addr, lo, hi, x):
     """First position p in [lo, hi) with value >= x (hi if none)."""
     while lo < hi:
@@ -36,7 +37,7 @@ def bsearch(addr, lo, hi, x):
     return lo
 
 
-@njit(cache=True, nogil=True, inline="always")
+@row_kernel
 def gallop(addr, lo, hi, x):
     """``bsearch`` by exponential steps from ``lo`` first: O(log distance moved)."""
     if lo >= hi or load(addr, lo) >= x:
@@ -51,7 +52,7 @@ def gallop(addr, lo, hi, x):
     return bsearch(addr, prev + 1, min(cur, hi), x)  # values[prev] < x <= values[cur]
 
 
-@njit(cache=True, nogil=True, inline="always")
+@row_kernel
 def narrow(addr, lo, hi, x, upper):
     """``[lo, hi)`` cut to the values ``> x`` (``upper`` False) or ``< x`` (True)."""
     if lo >= hi:

@@ -28,13 +28,13 @@ import numpy as np
 from numba import njit
 
 from .memory import BASE, DENSE, HI, LO, N, V, cycles, kernel, load, prefetch, row_kernel
-from .search import bsearch, gallop, narrow
-from .store import MIN_CAP, NEED_ROOM, OK, OVERFLOW, apply_row, find
+from .search import bsearch, gallop
+from .store import NEED_ROOM, OK, OVERFLOW, apply_row, find
 from .zsets import _add_overflows, _mul_overflows
 
 __all__ = ["OK", "NEED_ROOM", "OVERFLOW", "FULL", "BAD_ID", "LAYOUT", "EDGES", "edge_changes", "cycle_rate", "at0",
            "find_in",
-           "member", "cut", "times", "plus", "fetch", "fetch0", "kids", "leaf", "apply_change", "undo_changes",
+           "member", "times", "plus", "fetch", "fetch0", "kids", "leaf", "apply_change", "undo_changes",
            "prefetch_edge",
            "prefetch_change", "consolidate", "grown"]
 
@@ -69,8 +69,9 @@ def at0(B, R, last, x):
     return p if p < n and load(B[R, V], p) == x else -1
 
 
-# The generated kernels call these (not the inlined searches themselves: inlined at every
-# call site of a generated term, they made a plan take a minute to compile).
+# The generated kernels call these row kernels, which LLVM inlines; Numba's own inlining
+# ("inline='always'", which retypes the callee at every call site) made a plan take
+# minutes to compile.
 @row_kernel
 def find_in(addr, lo, hi, x):
     """The position of ``x`` among the sorted values at ``addr`` in ``[lo, hi)``, or -1."""
@@ -87,12 +88,6 @@ def member(addr, cur, hi, x):
         return -1, cur
     cur = gallop(addr, cur, hi, x)
     return (cur if cur < hi and load(addr, cur) == x else -1), cur
-
-
-@row_kernel
-def cut(addr, lo, hi, x, upper):
-    """``search.narrow``: ``[lo, hi)`` cut to the values above (below, ``upper``) ``x``."""
-    return narrow(addr, lo, hi, x, upper)
 
 
 @row_kernel
