@@ -14,7 +14,7 @@ at 0 (a segment runs to the next start, the last one to the end). Rows are
 import numpy as np
 from numba import njit
 
-from .memory import kernel
+from .memory import kernel, row_kernel
 
 __all__ = ["I64_MAX", "I64_MIN", "multiply_into", "segment_sum_into", "run_sums_into", "cross_multiply_into",
            "sort_small_into", "merge_rows_into", "sum_adjacent_into", "corner_sums_into", "cross_rows_into", "SMALL_ROWS"]
@@ -169,6 +169,16 @@ def cross_rows_into(ka, kb, n_key, a_lo, a_n, b_lo, b_n, wa, wb, out_keys, out_w
     return -1, -1
 
 
+@row_kernel
+def _put(out_keys, out_w, m, keys, i, w):
+    """Output row ``m`` := row ``i`` of ``keys`` with weight ``w``, column by column: a
+    row assignment (``out_keys[m] = keys[i]``) compiles Numba's shape-mismatch message,
+    seconds of a cold start for a check that cannot fail here."""
+    for c in range(keys.shape[1]):
+        out_keys[m, c] = keys[i, c]
+    out_w[m] = w
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _cmp(a, i, b, j):
     """-1, 0 or 1: row ``a[i]`` against row ``b[j]``, column by column."""
@@ -213,26 +223,26 @@ def merge_rows_into(ka, wa, kb, wb, out_keys, out_w):
     while i < na and j < nb:
         c = _cmp(ka, i, kb, j)
         if c < 0:
-            out_keys[m], out_w[m] = ka[i], wa[i]
+            _put(out_keys, out_w, m, ka, i, wa[i])
             m += 1
             i += 1
         elif c > 0:
-            out_keys[m], out_w[m] = kb[j], wb[j]
+            _put(out_keys, out_w, m, kb, j, wb[j])
             m += 1
             j += 1
         else:
             if _add_overflows(wa[i], wb[j]):
                 return m, i
             if wa[i] + wb[j] != 0:
-                out_keys[m], out_w[m] = ka[i], wa[i] + wb[j]
+                _put(out_keys, out_w, m, ka, i, wa[i] + wb[j])
                 m += 1
             i += 1
             j += 1
     for i in range(i, na):
-        out_keys[m], out_w[m] = ka[i], wa[i]
+        _put(out_keys, out_w, m, ka, i, wa[i])
         m += 1
     for j in range(j, nb):
-        out_keys[m], out_w[m] = kb[j], wb[j]
+        _put(out_keys, out_w, m, kb, j, wb[j])
         m += 1
     return m, -1
 
@@ -257,8 +267,7 @@ def sum_adjacent_into(keys, w, out_keys, out_w):
             acc += w[j]
             j += 1
         if acc != 0:
-            out_keys[m] = keys[i]
-            out_w[m] = acc
+            _put(out_keys, out_w, m, keys, i, acc)
             m += 1
         i = j
     return m, -1
