@@ -138,13 +138,15 @@ def settle_heap() -> None:
 _UNFREEZE_AT_EXIT = False
 
 
-def warm_up(patterns=("triangle",), directed: bool = False, staged: bool = False) -> None:
+def warm_up(patterns=("triangle",), directed: bool = False, staged: bool = False, streams: bool = True) -> None:
     """Run a tiny graph through a tick's kernels for ``patterns``, so the first real ticks
     do not pay for loading them (a kernel's first call in a process compiles it or reads
-    Numba's on-disk cache). The change-by-change route, its growth of the tries and its
-    streams are covered; the staged route of ticks above ``config.CHANGE_ROWS`` changes
-    only with ``staged=True`` (on a cold cache its compilation is the larger part). It
-    touches no state of yours. ``wcoj stream``, the demo and the benchmarks call it."""
+    Numba's on-disk cache). The change-by-change route and its growth of the tries are
+    covered; ``Graph.apply_stream``'s driver with ``streams`` (skip it when the job only
+    calls ``apply``: on a cold cache it compiles for seconds); the staged route of ticks
+    above ``config.CHANGE_ROWS`` changes only with ``staged=True`` (on a cold cache its
+    compilation is the larger part). It touches no state of yours. ``wcoj stream``, the
+    demo and the benchmarks call it."""
     rng = np.random.default_rng(0)
     g = Graph(directed=directed)
     g.load_edges(rng.integers(0, 40, (200, 2)))
@@ -152,7 +154,8 @@ def warm_up(patterns=("triangle",), directed: bool = False, staged: bool = False
         g.view(p)
     g.apply(inserts=np.array([[1, 2], [2, 3], [1, 3]]), deletes=np.array([[1, 2]]))
     g.apply(inserts=rng.integers(0, 300, (600, 2)), deletes=g.edges()[::3])  # tries grow: resumed calls
-    g.apply_stream([(rng.integers(0, 300, (2, 2)), g.edges()[:1]) for _ in range(3)])
+    if streams:
+        g.apply_stream([(rng.integers(0, 300, (2, 2)), g.edges()[:1]) for _ in range(3)])
     if staged:
         saved = config.CHANGE_ROWS
         config.CHANGE_ROWS = 0
