@@ -1,0 +1,18 @@
+"""The compiled kernels, split by concept: ``memory`` (raw access, the decorators),
+``search``, ``store`` (tries changed in place), ``program`` (the join program), ``count``
+(its count mode), ``tick`` (the change-by-change tick's helpers; ``wcoj.tickgen`` writes
+the rest) and ``zsets`` (Z-set rows). Each has a pure-Python twin in the tests, which run
+again under ``NUMBA_DISABLE_JIT=1``.
+
+Keeping a cold start short (``./dev bench first_use``; Numba's compile events,
+"numba:compile" in ``numba.core.event``, time each function):
+
+* decorate with ``memory.kernel`` (allocates) or ``memory.row_kernel`` (per row, no
+  allocation), not ``numba.njit``: they compile one version per argument types, where
+  Numba's own dispatcher compiles another for every constant a caller passes;
+* copy rows and slices with loops: ``out[:m] = a[:m]`` or ``out[m] = row`` compiles
+  Numba's shape-mismatch message, seconds of string formatting per kernel;
+* leave inlining to LLVM (a row kernel called from another is linked in and inlined
+  there); ``inline="always"`` retypes the callee at every call site and is kept only for
+  a few one-line helpers on the hottest paths.
+"""
