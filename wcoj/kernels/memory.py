@@ -57,7 +57,8 @@ class _Kernel(CPUDispatcher):
     version for that constant's literal type, then another for the plain type. On a cold
     cache those duplicates cost seconds each (the demo's first count compiled
     ``_extend_rows`` twice, the generated tick's ``dispatch`` seven times). LLVM still
-    folds a constant where it inlines the callee."""
+    folds a constant where it inlines the callee. ``get_call_template`` is Numba's
+    (pinned in pyproject.toml); ``tests/wcoj/kernels/test_memory.py`` checks the effect."""
 
     def get_call_template(self, args, kws):
         return super().get_call_template(tuple(types.unliteral(a) for a in args),

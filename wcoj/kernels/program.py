@@ -25,7 +25,7 @@ searched (galloping with a cursor that only moves forward; a dense level 0 is re
 * ``wcoj.kernels.tick``: the same program depth first, one change at a time.
 
 Inputs are int64 only; the caller keeps the tries alive. Numba's cache does not see
-edits to the helpers imported from ``memory``, ``search`` and ``weights``: clear
+edits to the helpers imported from ``memory``, ``search`` and ``zsets``: clear
 ``__pycache__`` after editing those.
 """
 
@@ -246,7 +246,7 @@ def _extend_rows(l, r, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_co
     s0, s1 = level_slots[l], level_slots[l + 1]
     a0 = level_atoms[l]
     n_atoms = level_atoms[l + 1] - a0 - 1
-    ahead = np.int64(0)  # not literal 0, which Numba would compile _next for once more
+    ahead = np.int64(0)
     for s in range(s0, s1):
         if S[s, SDENSE] != 0:
             ahead = np.int64(AHEAD)
@@ -332,7 +332,7 @@ def levels_from(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_
         nw = np.empty(cap, dtype=np.int64)
         NLO = np.empty((cap, P), dtype=np.int64)
         NHI = np.empty((cap, P), dtype=np.int64)
-        m = r = np.int64(0)  # not literal 0: Numba would compile _extend_rows once more for it
+        m = r = np.int64(0)
         while True:
             code, r, m, need = _extend_rows(l, r, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
                                             bnd_upper, ne_off, ne_col, bound, w, LO, HI, nb, nw, NLO, NHI, m,
