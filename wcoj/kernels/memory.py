@@ -21,13 +21,14 @@ while a kernel runs.
 import ctypes
 import time
 
+import numpy as np
 from llvmlite import ir
 from numba import config, types
 from numba.core import cgutils
 from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic
 
-__all__ = ["load", "store", "prefetch", "cycles", "kernel", "row_kernel", "TABLE_FIELDS", "V", "N", "LO", "HI", "BASE", "DENSE", "CAP",
+__all__ = ["load", "store", "prefetch", "cycles", "kernel", "row_kernel", "grown", "TABLE_FIELDS", "V", "N", "LO", "HI", "BASE", "DENSE", "CAP",
            "USED", "DEAD", "ROOM", "LIVE", "MINV", "MAXV", "NONUNIT"]
 
 # A trie of arity r is described to the kernels by a table int64[r, TABLE_FIELDS], one row
@@ -85,6 +86,19 @@ def _compiled(**options):
 # the first compile ("Unrecognized options"), never silently.
 kernel = _compiled()
 row_kernel = _compiled(_nrt=False)
+
+
+@kernel
+def grown(a, m, cap):
+    """A copy of ``a`` with room for ``cap`` rows, its first ``m`` rows kept (the output
+    buffers and frontiers of the kernels grow this way). Element by element: a slice
+    assignment compiles Numba's shape-mismatch message, seconds of a cold start for a
+    check that cannot fail here."""
+    out = np.empty((cap,) + a.shape[1:], dtype=a.dtype)
+    src, dst = a.reshape(-1), out.reshape(-1)
+    for i in range(m * (src.shape[0] // max(a.shape[0], 1))):
+        dst[i] = src[i]
+    return out
 
 
 if config.DISABLE_JIT:

@@ -31,7 +31,7 @@ edits to the helpers imported from ``memory``, ``search`` and ``zsets``: clear
 
 import numpy as np
 
-from .memory import ROOM, kernel, load, prefetch, row_kernel
+from .memory import ROOM, grown, kernel, load, prefetch, row_kernel
 from .search import bsearch, gallop, narrow
 from .zsets import _add_overflows, _mul_overflows
 
@@ -289,18 +289,6 @@ def _extend_rows(l, r, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_co
 
 
 @kernel
-def _grown(a, m, cap):
-    """A copy of ``a`` with room for ``cap`` rows, its first ``m`` rows kept."""
-    out = np.empty((cap,) + a.shape[1:], dtype=a.dtype)
-    # element by element: a slice assignment compiles Numba's shape-mismatch message
-    # (its string formatting), seconds of a cold start for a check that cannot fail here
-    src, dst = a.reshape(-1), out.reshape(-1)
-    for i in range(m * (src.shape[0] // max(a.shape[0], 1))):
-        dst[i] = src[i]
-    return out
-
-
-@kernel
 def levels_from(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col,
                 bound, w, LO, HI, stop_level, limit):
     """Extend the frontier ``bound``/``w``/``LO``/``HI`` (the values of the levels before
@@ -339,7 +327,7 @@ def levels_from(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_
                                             limit, lo, hi, cur, hits)
             if code == GROW:
                 cap = min(max(2 * cap, need), limit)
-                nb, nw, NLO, NHI = _grown(nb, m, cap), _grown(nw, m, cap), _grown(NLO, m, cap), _grown(NHI, m, cap)
+                nb, nw, NLO, NHI = grown(nb, m, cap), grown(nw, m, cap), grown(NLO, m, cap), grown(NHI, m, cap)
             elif code == OVERFLOW:
                 return -1 - r, bound, w, LO, HI
             elif code == TOO_BIG:

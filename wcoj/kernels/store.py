@@ -348,7 +348,7 @@ def walk(T, keys, weights):
         if l == r - 1:
             w = load(T[l, LO], p)
             if w != 0:
-                for c in range(r):  # not keys[m] = row: see program._grown
+                for c in range(r):  # not keys[m] = row: see memory.grown
                     keys[m, c] = row[c]
                 weights[m] = w
                 m += 1

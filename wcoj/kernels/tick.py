@@ -36,7 +36,7 @@ __all__ = ["OK", "NEED_ROOM", "OVERFLOW", "FULL", "BAD_ID", "LAYOUT", "EDGES", "
            "find_in",
            "member", "times", "plus", "fetch", "fetch0", "kids", "leaf", "apply_change", "undo_changes",
            "prefetch_edge",
-           "prefetch_change", "consolidate", "grown"]
+           "prefetch_change", "consolidate"]
 
 FULL = 3  # a kernel found its output buffers full: they grow and the change runs again
 BAD_ID = 4  # an edge's node id lies outside [0, 2**62)
@@ -222,16 +222,6 @@ def prefetch_edge(B, layout, row, edges, j, lists):
         a, b = b, a
     row[0, 0], row[0, 1], row[0, 2], row[0, 3] = sc[_REL_P], 1, a, b
     prefetch_change(B, layout, row, 0, lists)
-
-
-@kernel
-def grown(out, m):
-    """The output buffer with twice the room, its first ``m`` rows kept."""
-    out2 = np.empty((2 * out.shape[0] + 16, out.shape[1]), dtype=np.int64)
-    for i in range(m):
-        for c in range(out.shape[1]):
-            out2[i, c] = out[i, c]
-    return out2
 
 
 @njit(cache=True, nogil=True, inline="always")

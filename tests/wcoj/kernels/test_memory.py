@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 from numba import config
 
-from wcoj.kernels.memory import _Kernel, kernel, load, store
-from wcoj.kernels.program import _grown
+from wcoj.kernels.memory import _Kernel, grown, kernel, load, store
 
 
 def _add(a, b):
@@ -50,6 +49,6 @@ def test_load_and_store_reach_an_array_through_its_address():
 def test_grown_keeps_the_first_rows_and_makes_room(shape):
     a = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
     m = min(3, shape[0])
-    out = _grown(a, m, 9)
+    out = grown(a, m, 9)
     assert out.shape == (9,) + shape[1:]
     assert np.array_equal(out[:m], a[:m])
