@@ -149,7 +149,7 @@ class TrieTable(_Table):
                 T[j, m.LO] = base + 8 * (r * n + (r - 1) * (n + 1))
         t = cls(T, buf)
         if n:
-            fill(T, keys, weights)
+            fill(T, m.read_only(keys), m.read_only(weights))
         return t
 
     def level_values(self, level: int) -> I64:
@@ -263,7 +263,7 @@ class MutableTable(_Table):
         """Replace the contents by the sorted unique rows ``keys`` with ``weights``."""
         self._allocate(rooms, dense)
         if len(keys):
-            fill(self.table, keys, weights)
+            fill(self.table, m.read_only(keys), m.read_only(weights))
 
     def grow_level(self, level: int, room: int) -> None:
         """Copy level ``level``'s arrays into ``room`` entries each. Positions stay, so

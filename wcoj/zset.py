@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from wcoj.errors import ArityMismatchError, InputError, WeightOverflowError
 from wcoj.kernels import zsets as wk
+from wcoj.kernels.memory import read_only
 from wcoj.kernels.zsets import SMALL_ROWS, merge_rows_into, sort_small_into
 from wcoj.rows import is_sorted_unique, packed_sort, sorted_runs
 
@@ -115,7 +116,7 @@ def consolidate(keys: Any, weights: Any) -> tuple[I64, I64]:
     n = keys.shape[0]
     if 0 < n <= SMALL_ROWS and keys.shape[1]:  # a tick's few rows: one kernel call
         out_k, out_w = np.empty_like(keys), np.empty(n, dtype=np.int64)
-        m, bad = sort_small_into(keys, weights, out_k, out_w)
+        m, bad = sort_small_into(read_only(keys), read_only(weights), out_k, out_w)
         if bad >= 0:
             row = keys[bad]
             _raise_sum_overflow(row, weights[(keys == row).all(axis=1)])
@@ -174,7 +175,8 @@ def _merge_plus(a_keys: I64, a_weights: I64, b_keys: I64, b_weights: I64) -> tup
     n = a_keys.shape[0] + b_keys.shape[0]
     out_keys = np.empty((n, a_keys.shape[1]), dtype=np.int64)
     out_w = np.empty(n, dtype=np.int64)
-    m, bad = merge_rows_into(a_keys, a_weights, b_keys, b_weights, out_keys, out_w)
+    m, bad = merge_rows_into(read_only(a_keys), read_only(a_weights), read_only(b_keys), read_only(b_weights),
+                             out_keys, out_w)
     if bad >= 0:
         row = a_keys[bad]
         at = int(np.flatnonzero((b_keys == row).all(axis=1))[0])

@@ -28,7 +28,7 @@ from numba.core import cgutils
 from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic
 
-__all__ = ["load", "store", "prefetch", "cycles", "kernel", "row_kernel", "grown", "TABLE_FIELDS", "V", "N", "LO", "HI", "BASE", "DENSE", "CAP",
+__all__ = ["load", "store", "prefetch", "cycles", "kernel", "row_kernel", "grown", "read_only", "TABLE_FIELDS", "V", "N", "LO", "HI", "BASE", "DENSE", "CAP",
            "USED", "DEAD", "ROOM", "LIVE", "MINV", "MAXV", "NONUNIT"]
 
 # A trie of arity r is described to the kernels by a table int64[r, TABLE_FIELDS], one row
@@ -86,6 +86,17 @@ def _compiled(**options):
 # the first compile ("Unrecognized options"), never silently.
 kernel = _compiled()
 row_kernel = _compiled(_nrt=False)
+
+
+def read_only(a):
+    """``a``, or a read-only view of it: for the arrays a kernel only reads. Numba types a
+    read-only array apart from a writable one, so a kernel fed a frozen Z-set's arrays one
+    time and fresh ones the next compiled twice (seconds each on a cold cache)."""
+    if not a.flags.writeable:
+        return a
+    v = a.view()
+    v.flags.writeable = False
+    return v
 
 
 @kernel
