@@ -31,7 +31,8 @@ import numpy.typing as npt
 from wcoj import config
 from wcoj.errors import ArityMismatchError, WeightOverflowError
 from wcoj.rows import row_order
-from wcoj.tables import NEED_ROOM, OK, OVERFLOW, MutableTable, Stack, TableBlock, apply_rows, prefix_ranges, row_weights
+from wcoj.tables import (NEED_ROOM, OK, OVERFLOW, MutableTable, Stack, TableBlock, apply_rows, prefix_ranges, read_only,
+                         row_weights)
 from wcoj.zset import ZSet
 
 __all__ = ["Trie", "TrieView"]
@@ -150,7 +151,7 @@ class Trie:
         start = 0
         reserve = np.zeros(self.arity, dtype=np.int64) if reserve is None else reserve
         while True:
-            start, code, level, need = apply_rows(self.part.table, keys, weights, start, reserve)
+            start, code, level, need = apply_rows(self.part.table, read_only(keys), read_only(weights), start, reserve)
             if code == OK:
                 return
             assert code == NEED_ROOM, code  # overflows were ruled out
@@ -192,7 +193,7 @@ class Trie:
         """The weight of each row of ``keys`` (0 where absent)."""
         out = np.zeros(len(keys), dtype=np.int64)
         if len(keys) and self.n_rows:
-            row_weights(self.part.table, _FIRST0, np.ascontiguousarray(keys, dtype=np.int64), out)
+            row_weights(self.part.table, _FIRST0, read_only(np.ascontiguousarray(keys, dtype=np.int64)), out)
         return out
 
     def to_zset(self) -> ZSet:
@@ -290,7 +291,7 @@ class TrieView:
         if rows.shape[1] != self.arity:
             raise ArityMismatchError("weight lookup", self.arity, rows.shape[1])
         s = self.stack()
-        bad = row_weights(s.table, s.first, rows, out)
+        bad = row_weights(s.table, s.first, read_only(rows), out)
         if bad >= 0:
             raise WeightOverflowError(f"the weights of row {tuple(rows[bad].tolist())} sum beyond int64")
         return out

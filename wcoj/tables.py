@@ -42,7 +42,9 @@ from wcoj.kernels.store import NEED_ROOM, OK, OVERFLOW, apply_rows, fill, prefix
 
 __all__ = ["TrieTable", "MutableTable", "TableBlock", "Stack", "compact_size", "TABLE_FIELDS",
            # the kernels that read and change tables, for indexes/ (which reaches kernels only here)
-           "apply_rows", "prefix_ranges", "row_weights", "NEED_ROOM", "OK", "OVERFLOW"]
+           "apply_rows", "prefix_ranges", "row_weights", "read_only", "NEED_ROOM", "OK", "OVERFLOW"]
+
+read_only = m.read_only  # for the arrays a kernel only reads (one compiled version for frozen and fresh)
 
 I64 = npt.NDArray[np.int64]
 TABLE_FIELDS = m.TABLE_FIELDS

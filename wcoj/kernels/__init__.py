@@ -10,6 +10,9 @@ Keeping a cold start short (``./dev bench first_use``; Numba's compile events,
 * decorate with ``memory.kernel`` (allocates) or ``memory.row_kernel`` (per row, no
   allocation), not ``numba.njit``: they compile one version per argument types, where
   Numba's own dispatcher compiles another for every constant a caller passes;
+* give a kernel the arrays it only reads through ``memory.read_only`` (a view, no copy):
+  Numba types a read-only array (a frozen Z-set's) apart from a writable one and compiles
+  a version for each;
 * copy rows and slices with loops: ``out[:m] = a[:m]`` or ``out[m] = row`` compiles
   Numba's shape-mismatch message, seconds of string formatting per kernel;
 * leave inlining to LLVM (a row kernel called from another is linked in and inlined

@@ -223,8 +223,11 @@ def apply_rows(T, keys, weights, start, reserve):
     trie's column order): ``(rows done, status, level, need)``; on ``NEED_ROOM`` or
     ``OVERFLOW`` the rows before it are applied and it is not."""
     path = np.empty(T.shape[0], dtype=np.int64)
-    for i in range(start, keys.shape[0]):
-        code, level, need = apply_row(T, keys[i], weights[i], reserve, path, False)
+    row = np.empty(keys.shape[1], dtype=np.int64)  # a writable copy, as the tick passes its rows:
+    for i in range(start, keys.shape[0]):          # one compiled apply_row for both callers
+        for c in range(keys.shape[1]):
+            row[c] = keys[i, c]
+        code, level, need = apply_row(T, row, weights[i], reserve, path, False)
         if code != OK:
             return i, code, level, need
     return keys.shape[0], OK, 0, 0
