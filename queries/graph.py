@@ -139,14 +139,11 @@ _UNFREEZE_AT_EXIT = False
 
 
 def warm_up(patterns=("triangle",), directed: bool = False, staged: bool = False, streams: bool = True) -> None:
-    """Run a tiny graph through a tick's kernels for ``patterns``, so the first real ticks
-    do not pay for loading them (a kernel's first call in a process compiles it or reads
-    Numba's on-disk cache). The change-by-change route and its growth of the tries are
-    covered; ``Graph.apply_stream``'s driver with ``streams`` (skip it when the job only
-    calls ``apply``: on a cold cache it compiles for seconds); the staged route of ticks
-    above ``config.CHANGE_ROWS`` changes only with ``staged=True`` (on a cold cache its
-    compilation is the larger part). It touches no state of yours. ``wcoj stream``, the
-    demo and the benchmarks call it."""
+    """Run a tiny graph through a tick's kernels for ``patterns`` (their first call in a
+    process compiles them or reads Numba's disk cache), touching no state of yours: the
+    change-by-change route and its trie growth; ``apply_stream``'s driver unless
+    ``streams=False``; the staged route (ticks above ``config.CHANGE_ROWS``) only with
+    ``staged=True``. ``wcoj stream``, the demo and the benchmarks call it."""
     rng = np.random.default_rng(0)
     g = Graph(directed=directed)
     g.load_edges(rng.integers(0, 40, (200, 2)))
