@@ -192,3 +192,11 @@ def measure_tree(script: str, tree: str, argv: Sequence[str]) -> dict:
                          env=env, cwd=tree, capture_output=True, text=True, check=True)
     return json.loads(res.stdout.strip().splitlines()[-1])
 
+
+def run_trees(script: str, here: Callable[[], dict], tree: str | None, argv: Sequence[str]) -> dict:
+    """``{"this tree": here()}``, plus ``tree``'s measurement by ``measure_tree`` when a
+    tree is given (the ``--tree`` option of ``bench_q`` and ``bench_ontology``)."""
+    trees = {"this tree": here()}
+    if tree:
+        trees[tree] = measure_tree(script, tree, argv)
+    return trees

@@ -93,12 +93,10 @@ def main(argv: list[str] | None = None) -> None:
     results = Results("ontology", a.seed, args=vars(a), entities=a.entities, classes=a.classes,
                       rules=2 * a.classes)
     print(results.header)
-    trees = {"this tree": measure(a.entities, a.classes, sizes, a.repeat, a.seed)}
-    if a.tree:
-        from benchmarks._common import measure_tree  # the child may run an older _common
-        trees[a.tree] = measure_tree(__file__, a.tree, [
-            "--entities", str(a.entities), "--classes", str(a.classes), "--sizes", a.sizes,
-            "--repeat", str(a.repeat), "--seed", str(a.seed)])
+    from benchmarks._common import run_trees  # the child may run an older _common
+    trees = run_trees(__file__, lambda: measure(a.entities, a.classes, sizes, a.repeat, a.seed), a.tree, [
+        "--entities", str(a.entities), "--classes", str(a.classes), "--sizes", a.sizes,
+        "--repeat", str(a.repeat), "--seed", str(a.seed)])
     for name, r in trees.items():
         print(f"{name}: q {r['q_s']:.2f} s (count {r['answer']}), view registered in "
               f"{r['register_s']:.2f} s")

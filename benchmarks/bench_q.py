@@ -74,12 +74,10 @@ def main(argv: list[str] | None = None) -> None:
         return
     results = Results("q", a.seed, args=vars(a), people=a.people, edges=a.edges)
     print(results.header)
-    trees = {"this tree": measure(a.people, a.edges, a.tx, a.repeat, a.seed)}
-    if a.tree:
-        from benchmarks._common import measure_tree  # the child may run an older _common
-        trees[a.tree] = measure_tree(__file__, a.tree, [
-            "--people", str(a.people), "--edges", str(a.edges), "--repeat", str(a.repeat),
-            "--seed", str(a.seed), "--tx", *map(str, a.tx)])
+    from benchmarks._common import run_trees  # the child may run an older _common
+    trees = run_trees(__file__, lambda: measure(a.people, a.edges, a.tx, a.repeat, a.seed), a.tree, [
+        "--people", str(a.people), "--edges", str(a.edges), "--repeat", str(a.repeat),
+        "--seed", str(a.seed), "--tx", *map(str, a.tx)])
     names = list(trees)
     print(f"{'ms':28}" + "".join(f"{n[-20:]:>22}" for n in names)
           + (f"{'other/this':>12}" if len(names) == 2 else ""))
