@@ -35,6 +35,7 @@ Relies on ``wcoj`` (circuit, operators, generic join), ``queries.bind`` and
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -50,6 +51,7 @@ from queries.clauses import (
     _bind, _branch, _take_ready, _truthy, check_stratified, local_nots, rule_component, rule_deps,
 )
 from queries.functions import DB_FUNCTIONS, FUNCTIONS, call
+from queries.refresh import Refresh
 from queries.rewrite import rewrite
 from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
 from wcoj.config import RECURSION_LIMIT
@@ -85,7 +87,8 @@ class CoreJoin(Operator):
 
     Its inputs are the deltas of the relations it reads (only to skip empty ticks); the
     join itself reads the relations' staged ``delta``/``prev``/``curr`` views. At the
-    view's first tick (``owner.initial``) it emits the whole batch over ``prev``.
+    view's first tick (``owner.initial``) it emits the whole batch over ``owner.over``:
+    ``prev`` when a view is registered, ``curr`` when a transaction refreshes it.
     """
 
     name = "core_join"
@@ -100,7 +103,7 @@ class CoreJoin(Operator):
 
     def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
         if self.owner.initial:
-            return self.join.batch("prev"), state
+            return self.join.batch(self.owner.over), state
         if all(v.is_empty() for v in values):
             return ZSet.empty(len(self.join.output)), state
         return self.join.delta(), state
@@ -157,7 +160,9 @@ class CompiledView:
         for r in rules:
             self.rules.setdefault(r.name, []).append(r)
         self.root = Circuit()
-        self.initial = False
+        self.initial, self.over = False, "prev"
+        self.refresh = Refresh()
+        self.refreshed = False  # the last step re-ran the first tick (its output is the whole answer)
         self.notes: list[str] = []
         self.relations: dict[str, Any] = {}     # source name -> Relation
         self._sources: dict[int, Stream] = {}   # id(Relation) -> source stream
@@ -195,17 +200,21 @@ class CompiledView:
         self.cols = cols
 
     # ------------------------------------------------------------------ feeding
-    def start(self) -> ZSet:
-        """Run the first tick over the committed state; the view's initial rows."""
-        self.initial = True
+    def start(self, over: str = "prev") -> ZSet:
+        """Run the first tick over the committed state (``over="curr"``: the state with the
+        transaction's staged changes); the view's initial rows."""
+        self.initial, self.over = True, over
+        t0 = time.perf_counter()
         try:
             given = {"inputs": ZSet.from_rows(self._table.rows, arity=len(self._table.vars))} \
                 if self._table.vars else {}
             if self._unit is not None:
                 given["unit"] = ZSet.from_rows([(0,)], arity=1)
-            return self._step(given)
+            z = self._step(given)
+            self.refresh.first_tick(time.perf_counter() - t0, self._rows_read(over))
+            return z
         finally:
-            self.initial = False
+            self.initial, self.over = False, "prev"
 
     def first_tick(self) -> ZSet:
         """The rows over the committed state, leaving the circuit as it was before (so a
@@ -219,13 +228,38 @@ class CompiledView:
         return set(self.relations)
 
     def step(self) -> tuple[ZSet, Any] | None:
-        """Step with the store's staged deltas; ``(change, undo)`` or None if untouched."""
+        """Step with the store's staged deltas: ``(change, undo)``, or None if untouched.
+
+        When the transaction changes a large share of the rows the view reads (``Refresh``),
+        the circuit starts over instead: its first tick over the new state, the route
+        ``q`` takes; ``refreshed`` is then True and the output is the whole new answer,
+        not its change."""
         given = {name: rel.delta for name, rel in self.relations.items()
                  if not rel.delta_is_empty()}
         if not given:
             return None
         undo = (self.root._state, self.root.time)  # states are immutable values
-        return self._step(given), undo
+        changed = sum(len(z) for z in given.values())
+        read = self._rows_read("prev")
+        self.refreshed = self.refresh.wanted(changed, read)
+        if not self.refreshed:
+            t0 = time.perf_counter()
+            z = self._step(given)
+            self.refresh.stepped(time.perf_counter() - t0, changed, read)
+            return z, undo
+        self.root._state, self.root.time = None, 0
+        try:
+            return self.start("curr"), undo
+        except BaseException:
+            self.undo(undo)
+            raise
+
+    def _rows_read(self, over: str) -> int:
+        """Rows of the relations the view reads (``curr``: with the staged changes)."""
+        n = sum(len(rel) for rel in self.relations.values())
+        if over == "curr":
+            n += sum(int(rel.delta.weights.sum()) for rel in self.relations.values())
+        return n
 
     def _step(self, given: dict) -> ZSet:
         try:

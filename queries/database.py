@@ -69,6 +69,7 @@ from queries.history import MemoryLog, as_of_store, history_store, resolve_t, si
 from queries.parse import parse_query
 from queries.transact import bulk, resolve
 from wcoj.errors import QueryError, ReadOnlyError, SchemaError
+from wcoj.zset import ZSet
 
 __all__ = ["Database", "View", "Report", "Change", "TX_INSTANT"]
 
@@ -145,6 +146,8 @@ class View:
             z, undo = None, None
         else:
             z, undo = stepped
+            if self.circuit.refreshed:  # the whole new answer (queries.refresh): the change is new - old
+                z = z.minus(self._rows())
         if self.groups is not None:
             if z is None:
                 return Change()
@@ -160,6 +163,13 @@ class View:
         if z is None:
             return Change()
         return Change(z.keys[z.weights > 0], z.keys[z.weights < 0], self._decode)
+
+    def _rows(self) -> ZSet:
+        """The committed answer as ``:find`` (+ ``:with``) id rows."""
+        if self.groups is None:
+            return self._answer.contents()
+        rows = [k for members in self.groups.members.values() for k in members]
+        return ZSet.from_rows(rows, arity=len(self.circuit.cols))
 
     def _pull_change(self, z: Any) -> Change:
         """The rows gained and lost, and the rows whose pulled entity the transaction

@@ -19,7 +19,8 @@ from __future__ import annotations
 import os
 
 __all__ = ["SLICE_ROWS", "THREADS", "SHARES_PER_THREAD", "DELTA_SHARE_ROWS", "COUNT_SHARE_ROWS", "MARK_SPAN",
-           "CHANGE_ROWS", "DENSE_SPAN", "DENSE_MIN", "GROWTH", "SLACK", "RECURSION_LIMIT"]
+           "CHANGE_ROWS", "DENSE_SPAN", "DENSE_MIN", "GROWTH", "SLACK", "RECURSION_LIMIT",
+           "VIEW_REFRESH", "REFRESH_FRACTION", "REFRESH_MIN_FRACTION", "REFRESH_RELAX"]
 
 # --- joins (wcoj.generic_join)
 SLICE_ROWS = 1 << 21
@@ -76,3 +77,20 @@ SLACK = 1024
 # --- recursion (wcoj.recursion, queries)
 RECURSION_LIMIT = 10_000
 """A fixed point that has not converged after this many iterations raises."""
+
+# --- Datalog views (queries.refresh)
+VIEW_REFRESH = "auto"
+"""Whether a view's transaction steps its circuit or re-runs its first tick over the new
+state: ``"auto"`` (by the share of the rows it reads that the transaction changes, below),
+``"always"`` or ``"never"``."""
+
+REFRESH_FRACTION = 1.0
+"""A transaction changing at least this share of the rows a view reads re-runs the view's
+first tick, until the view learns a lower share (``queries.refresh``)."""
+
+REFRESH_MIN_FRACTION = 0.01
+"""The lowest share a view learns: below it a step is cheap however slow one was timed."""
+
+REFRESH_RELAX = 1.25
+"""Each refresh multiplies the learned share by this (up to ``REFRESH_FRACTION``): one slow
+step timed on a busy machine is forgotten after a few refreshes."""

@@ -1,6 +1,8 @@
 """Views compiled to circuits (rules, not, or, aggregates, functions) equal q after every
 transaction of random add/retract/cardinality-one streams, and a failed transaction changes
-no view (hypothesis over small domains, so facts collide and derivations cancel)."""
+no view (hypothesis over small domains, so facts collide and derivations cancel). Each
+transaction takes the route hypothesis draws: a step of the circuit, a refresh (its first
+tick over the new state, ``queries.refresh``) or the view's own choice."""
 
 import pytest
 from hypothesis import example, given, settings
@@ -8,6 +10,7 @@ from hypothesis import strategies as st
 
 from queries.database import Database
 from tests.queries.datalog_evaluator import oracle_q
+from tests.queries.test_view_refresh import route
 from tests.queries.datalog_oracle import reachable
 from wcoj.errors import SchemaError
 
@@ -17,6 +20,7 @@ graphs = st.frozensets(st.tuples(nodes, nodes), max_size=10)
 weights = st.dictionaries(nodes, st.integers(-2, 3), max_size=N)
 groups = st.dictionaries(nodes, st.integers(0, 1), max_size=N)
 snapshots = st.lists(st.tuples(graphs, weights, groups), min_size=1, max_size=5)
+routes = st.lists(st.sampled_from(["never", "always", "auto"]), min_size=5, max_size=5)
 
 SCHEMA = '''[{:db/ident :name :db/valueType :db.type/string :db/unique :db.unique/identity}
              {:db/ident :edge :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}
@@ -93,17 +97,21 @@ def test_views_compile_to_circuits():
 
 
 @settings(deadline=None, max_examples=40)
-@given(snapshots)
+@given(snapshots, routes)
 @example([(frozenset({(0, 1), (1, 2), (2, 0)}), {0: 1}, {0: 1}),
           (frozenset({(0, 1), (2, 0)}), {0: 2}, {0: 1}),
-          (frozenset(), {}, {})])
-def test_circuit_views_equal_q_after_every_transaction(stream):
+          (frozenset(), {}, {})], ["never"] * 5)
+@example([(frozenset({(0, 1), (1, 2), (2, 0)}), {0: 1}, {0: 1}),
+          (frozenset({(0, 1), (2, 0)}), {0: 2}, {0: 1}),
+          (frozenset({(1, 2)}), {}, {})], ["never", "always", "never", "never", "never"])
+def test_circuit_views_equal_q_after_every_transaction(stream, routes):
     db, eid, views = setup()
     node = {e: i for i, e in eid.items()}
     state = (frozenset(), {}, {})
-    for snap in stream:
+    for snap, how in zip(stream, routes):
         before = {n: v.result() for n, v in views.items()}
-        report = db.transact(transaction(eid, state, snap))
+        with route(how):
+            report = db.transact(transaction(eid, state, snap))
         state = snap
         for name, v in views.items():
             got = v.result()
@@ -119,18 +127,19 @@ def test_circuit_views_equal_q_after_every_transaction(stream):
 
 
 @settings(deadline=None, max_examples=15)
-@given(snapshots, st.integers(0, 4))
-def test_failed_transaction_changes_no_view(stream, bad_at):
+@given(snapshots, st.integers(0, 4), routes)
+def test_failed_transaction_changes_no_view(stream, bad_at, routes):
     db, eid, views = setup()
     state = (frozenset(), {}, {})
     for i, snap in enumerate(stream):
         tx = transaction(eid, state, snap)
         if i == bad_at % len(stream):
             before = {n: repr(v.result()) for n, v in views.items()}
-            with pytest.raises(SchemaError):  # a string for a long, after valid datoms
+            with route(routes[i]), pytest.raises(SchemaError):  # a string for a long, after valid datoms
                 db.transact(tx + [[":db/add", eid[0], ":w", "heavy"]])
             assert {n: repr(v.result()) for n, v in views.items()} == before
-        db.transact(tx)
+        with route(routes[-1 - i]):
+            db.transact(tx)
         state = snap
         for name, v in views.items():
             assert _same(v.result(), db.q(QUERIES[name][0], *QUERIES[name][1])), name

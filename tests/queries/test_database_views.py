@@ -1,11 +1,13 @@
 """Views equal q after every transaction, for random streams of adds, retracts and
-cardinality-one replacements (hypothesis), and equal a plain-Python oracle of the snapshot."""
+cardinality-one replacements (hypothesis), and equal a plain-Python oracle of the snapshot;
+each transaction by the route hypothesis draws (a step, a refresh, the view's choice)."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from queries.database import Database
 from tests.queries.datalog_oracle import reachable
+from tests.queries.test_view_refresh import route
 
 N = 5
 nodes = st.integers(0, N - 1)
@@ -62,12 +64,12 @@ def to_nodes(name, rows, node):
 
 
 @settings(deadline=None)
-@given(snapshots)
-def test_views_equal_q_and_oracle_after_every_transaction(stream):
+@given(snapshots, st.lists(st.sampled_from(["never", "always", "auto"]), min_size=5, max_size=5))
+def test_views_equal_q_and_oracle_after_every_transaction(stream, routes):
     db, eid, views = setup()
     node = {e: i for i, e in eid.items()}
     edges, color = frozenset(), {}
-    for new_edges, new_color in stream:
+    for (new_edges, new_color), how in zip(stream, routes):
         tx = [[":db/add", eid[a], ":edge", eid[b]] for a, b in new_edges - edges]
         tx += [[":db/retract", eid[a], ":edge", eid[b]] for a, b in edges - new_edges]
         tx += [[":db/add", eid[a], ":color", c] for a, c in new_color.items()
@@ -75,7 +77,8 @@ def test_views_equal_q_and_oracle_after_every_transaction(stream):
         tx += [[":db/retract", eid[a], ":color", c] for a, c in color.items()
                if a not in new_color]
         before = {n: v.result() for n, v in views.items()}
-        report = db.transact(tx)
+        with route(how):
+            report = db.transact(tx)
         edges, color = new_edges, dict(new_color)
         for name, v in views.items():
             got = v.result()

@@ -1,0 +1,82 @@
+"""When a view starts over instead of stepping: a transaction's incremental step against
+its first tick run again over the new state.
+
+A view's incremental step costs about the transaction's change times the work per changed
+row (for a recursive rule, times the derivations the change walks, iteration after
+iteration); its first tick, the route ``q`` takes, costs about the rows it reads. When a
+transaction rewrites much of what a view reads, the first tick wins by far (the ancestors
+rule of ``benchmarks/bench_datalog.py`` stepped 5x slower than ``q`` at 10,000 datoms). So
+a view re-runs its first tick over the state with the transaction's changes when the
+change is at least ``fraction`` of the rows it reads, and emits the difference of the two
+answers: the same change, by the other route.
+
+``fraction`` starts at ``config.REFRESH_FRACTION`` and is learned per view. An incremental
+step that took longer than the last first tick (scaled to the rows read now) lowers it to
+where, at that step's cost per changed row, the two would cost the same: an estimate never
+below the true crossover when a step costs a fixed part plus a part per changed row. Each
+refresh raises it by ``config.REFRESH_RELAX`` (up to the start value), so one slow step
+timed on a busy machine is forgotten. ``config.VIEW_REFRESH`` forces either route
+(``"always"``, ``"never"``; tests run both against the same oracles).
+
+Relies on ``wcoj.config``; used by ``queries.circuits``.
+
+>>> r = Refresh()
+>>> r.first_tick(0.010, 1000)          # a first tick: 10 ms over 1,000 rows
+>>> r.wanted(10, 1000), r.wanted(1000, 1000)
+(False, True)
+>>> r.stepped(0.040, 100, 1000)        # 100 changed rows took 40 ms: 4x the first tick
+>>> round(r.fraction, 3), r.wanted(100, 1000), r.wanted(10, 1000)
+(0.025, True, False)
+"""
+
+from __future__ import annotations
+
+from wcoj import config
+from wcoj.errors import InputError
+
+__all__ = ["Refresh"]
+
+_MODES = ("auto", "always", "never")
+
+
+class Refresh:
+    """One view's choice between stepping and starting over, and what it measured."""
+
+    __slots__ = ("fraction", "first_seconds", "first_rows", "refreshes", "steps")
+
+    def __init__(self) -> None:
+        self.fraction = config.REFRESH_FRACTION
+        self.first_seconds: float | None = None
+        self.first_rows = 0
+        self.refreshes = self.steps = 0
+
+    def __repr__(self) -> str:
+        return (f"Refresh(fraction={self.fraction:.3g}, steps={self.steps}, "
+                f"refreshes={self.refreshes})")
+
+    def wanted(self, changed: int, read: int) -> bool:
+        """Whether a transaction changing ``changed`` rows of the ``read`` rows the view
+        reads should re-run the first tick."""
+        mode = config.VIEW_REFRESH
+        if mode not in _MODES:
+            raise InputError(f"config.VIEW_REFRESH is {mode!r}; expected one of {', '.join(_MODES)}")
+        if mode != "auto":
+            return mode == "always"
+        return changed >= self.fraction * max(read, 1)
+
+    def first_tick(self, seconds: float, rows: int) -> None:
+        """A first tick over ``rows`` rows took ``seconds`` (at registration or a refresh)."""
+        if self.first_seconds is not None:  # a refresh: forget part of what a slow step taught
+            self.refreshes += 1
+            self.fraction = min(config.REFRESH_FRACTION, self.fraction * config.REFRESH_RELAX)
+        self.first_seconds, self.first_rows = seconds, rows
+
+    def stepped(self, seconds: float, changed: int, read: int) -> None:
+        """An incremental step of ``changed`` rows, with ``read`` rows read, took ``seconds``."""
+        self.steps += 1
+        if self.first_seconds is None or read <= 0 or changed <= 0:
+            return
+        first = self.first_seconds * max(1.0, read / max(self.first_rows, 1))
+        if seconds > first:
+            cross = changed / read * first / seconds
+            self.fraction = max(config.REFRESH_MIN_FRACTION, min(self.fraction, cross))
