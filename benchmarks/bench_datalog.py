@@ -117,7 +117,7 @@ def run(args) -> Results:
     print(header("bench_datalog", args.seed, people=args.people, edges=args.edges))
     if args.people:
         measure(args.people, args.edges, args.tx, args.repeat, args.seed, res,
-                queries=args.queries, requery=args.requery, cpu=args.clock == "cpu")
+                queries=args.queries, requery=args.requery, cpu=args.clock == "cpu", routes=args.routes)
     if args.batch_people:
         batch(args.batch_people, args.closure_people, args.repeat, args.seed, res,
               args.datascript_timeout)
@@ -179,70 +179,81 @@ def _duck(pairs, name: str):
 
 def measure(people: int = 3000, edges: int = 30000, tx=(1, 100, 10000), repeat: int = 3, seed: int = 0,
             results: Results | None = None, queries=tuple(VIEW_QUERIES), requery: str = "q",
-            cpu: bool = True) -> Results:
-    """One row per query and transaction size (table ``views``), printed as measured.
+            cpu: bool = True, routes=("auto",)) -> Results:
+    """One row per query, transaction size and view route (table ``views``), printed as
+    measured. ``routes``: values of ``config.VIEW_REFRESH`` (``auto``: the view steps or
+    refreshes as ``queries.refresh`` decides; ``never``: it always steps, the route before
+    refreshes existed; ``always``), each on its own copy of the database, timed in turn
+    with the re-query in the same repeat.
 
     Both columns run the same single-threaded Python in this process, so by default they
     are timed in process CPU time, which the other jobs of a shared machine disturb far
     less than wall time (``cpu=False``: wall time).
     """
+    from wcoj import config
+
     clock = time.process_time if cpu else time.perf_counter
     args = argparse.Namespace(people=people, edges=edges, tx=list(tx), repeat=repeat, seed=seed)
     results = results or Results("bench_datalog", seed, people=people, edges=edges)
-    print(f"{'query':10} {'tx_datoms':>9} {'view_ms':>10} {'requery_ms':>11} "
+    print(f"{'query':10} {'tx_datoms':>9} {'route':>6} {'view_ms':>10} {'requery_ms':>11} "
           f"{'view/requery':>13} {'speedup':>8} {'duckdb_ms':>10} {'view/duckdb':>12}  "
           f"({'cpu' if cpu else 'wall'} time; duckdb: wall time of the change and the query)")
-    for name in queries:
-        query, inputs, attr = VIEW_QUERIES[name]
-
-        for k in args.tx:
-            # the same database twice (one seed each), so both sides take the same changes
-            with_view, plain = [build(args.people, args.edges, np.random.default_rng(args.seed))[:4]
-                                for _ in range(2)]
-            view_db, eids, edges_v, parents_v = with_view
-            plain_db, _, edges_p, parents_p = plain
-            view = view_db.view(query, *inputs)
-            requery_once(plain_db, query, inputs, requery)  # warm-up: JIT compilation
-            for d, cur in ((view_db, edges_v if attr == ":knows" else parents_v),
-                           (plain_db, edges_p if attr == ":knows" else parents_p)):
-                tx, ops = make_tx(attr, cur, 2, args.people // 4, np.random.default_rng(99),
-                                  eids)
-                d.transact(tx)
-                apply(cur, ops)
-            duck = _duck(edges_v if attr == ":knows" else parents_v, name)
-            tv, tq, td = [], [], []
-            for r in range(args.repeat):
-                cur_v = edges_v if attr == ":knows" else parents_v
-                cur_p = edges_p if attr == ":knows" else parents_p
-                tx, ops = make_tx(attr, cur_v, k, args.people if attr == ":knows"
-                                  else args.people // 4, np.random.default_rng(args.seed + r),
-                                  eids)
-                t0 = clock()
-                view_db.transact(tx)
-                view.result() if name != "triangle" else None
-                tv.append(clock() - t0)
-                t0 = clock()
-                plain_db.transact(tx)
-                requery_once(plain_db, query, inputs, requery)
-                tq.append(clock() - t0)
-                if duck is not None:
-                    t, got = duck.change(ops)
-                    td.append(t)
-                    ours = view.result()
-                    ours = len(ours) if isinstance(ours, set) else ours or 0
-                    if got != ours:
-                        raise AssertionError(f"{name} k={k}: view {ours}, duckdb {got}")
-                apply(cur_v, ops)
-                if cur_p is not cur_v:
-                    apply(cur_p, ops)
-            mv, mq = statistics.median(tv) * 1e3, statistics.median(tq) * 1e3
-            md = statistics.median(td) * 1e3 if td else None
-            results.add("views", query=name, tx_datoms=k, view_ms=mv, requery_ms=mq,
-                        duckdb_ms=md)
-            dtxt = f"{md:10.1f} {mv / md:11.3f}x" if md else f"{'-':>10} {'-':>12}"
-            print(f"{name:10} {k:9d} {mv:10.1f} {mq:11.1f} {mv / mq:12.3f}x {mq / mv:7.1f}x "
-                  f"{dtxt}", flush=True)
+    saved = config.VIEW_REFRESH
+    try:
+        for name in queries:
+            for k in args.tx:
+                _measure_k(name, k, args, list(routes), requery, clock, results, config)
+    finally:
+        config.VIEW_REFRESH = saved
     return results
+
+
+def _measure_k(name, k, args, routes, requery, clock, results, config):
+    query, inputs, attr = VIEW_QUERIES[name]
+    pick = 1 if attr == ":knows" else 3  # build()'s edges or parents
+    # the same database once per route and once without views (one seed each), so every
+    # side takes the same changes
+    dbs = [build(args.people, args.edges, np.random.default_rng(args.seed)) for _ in range(len(routes) + 1)]
+    plain_db, eids = dbs[-1][0], dbs[-1][1]
+    views = [d[0].view(query, *inputs) for d in dbs[:-1]]
+    requery_once(plain_db, query, inputs, requery)  # warm-up: JIT compilation
+    for d in dbs:
+        config.VIEW_REFRESH = "auto"
+        tx, ops = make_tx(attr, d[pick], 2, args.people // 4, np.random.default_rng(99), eids)
+        d[0].transact(tx)
+        apply(d[pick], ops)
+    duck = _duck(dbs[0][pick], name)
+    tv, tq, td = [[] for _ in routes], [], []
+    for r in range(args.repeat):
+        tx, ops = make_tx(attr, dbs[0][pick], k, args.people if attr == ":knows" else args.people // 4,
+                          np.random.default_rng(args.seed + r), eids)
+        for i, how in enumerate(routes):
+            config.VIEW_REFRESH = how
+            t0 = clock()
+            dbs[i][0].transact(tx)
+            views[i].result() if name != "triangle" else None
+            tv[i].append(clock() - t0)
+        t0 = clock()
+        plain_db.transact(tx)
+        requery_once(plain_db, query, inputs, requery)
+        tq.append(clock() - t0)
+        if duck is not None:
+            t, got = duck.change(ops)
+            td.append(t)
+            ours = views[0].result()
+            ours = len(ours) if isinstance(ours, set) else ours or 0
+            if got != ours:
+                raise AssertionError(f"{name} k={k}: view {ours}, duckdb {got}")
+        for d in dbs:
+            apply(d[pick], ops)
+    mq = statistics.median(tq) * 1e3
+    md = statistics.median(td) * 1e3 if td else None
+    for i, how in enumerate(routes):
+        mv = statistics.median(tv[i]) * 1e3
+        results.add("views", query=name, tx_datoms=k, route=how, view_ms=mv, requery_ms=mq, duckdb_ms=md)
+        dtxt = f"{md:10.1f} {mv / md:11.3f}x" if md else f"{'-':>10} {'-':>12}"
+        print(f"{name:10} {k:9d} {how:>6} {mv:10.1f} {mq:11.1f} {mv / mq:12.3f}x {mq / mv:7.1f}x "
+              f"{dtxt}", flush=True)
 
 
 def follows_graph(n: int, seed: int, degree: int = 10):
@@ -362,6 +373,9 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--queries", nargs="*", default=list(VIEW_QUERIES), choices=list(VIEW_QUERIES),
                    help="views to measure against re-evaluation")
+    p.add_argument("--routes", nargs="+", default=["auto"], choices=("auto", "never", "always"),
+                   help="views' routes (config.VIEW_REFRESH), timed side by side: 'auto never' "
+                        "compares refreshes with always stepping")
     p.add_argument("--requery", choices=("view", "q"), default="q",
                    help="re-evaluate with a fresh view's first tick (what q runs) or db.q")
     p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
