@@ -116,7 +116,7 @@ class View:
         self._staged: tuple | None = None
 
     def __repr__(self) -> str:
-        return f"View({self.name!r}, incremental circuit, rows={len(self._current())})"
+        return f"View({self.name!r}, incremental circuit, rows={len(self._current())}, {self.circuit.refresh})"
 
     def _decode(self, ids: np.ndarray, kind: str = "prev") -> list:
         rows = [tuple(r) for r in self.db.store.interner.decode(ids).tolist()] if len(ids) else []

@@ -56,7 +56,9 @@ def explain(db: Any, query: Query, inputs: tuple, format: str = "text") -> str:
         return circuit_dot(compiled.root, title=f"{query.edn()}\n{how}")
     ev, table = compiled.ev, compiled._table
     lines = [f"query: {query.edn()}",
-             "one DBSP circuit: q runs its first tick, a view steps it with each transaction"]
+             "one DBSP circuit: q runs its first tick, a view steps it with each transaction",
+             f"  (a view runs its first tick again when a transaction changes at least "
+             f"{compiled.refresh.fraction:.0%} of the rows it reads, a share it learns: queries.refresh)"]
     lines += [f"  circuit: {note}" for note in dict.fromkeys(compiled.notes)]
     if table.vars:
         lines.append(f"inputs: {' '.join(table.vars)}  ({len(table.rows)} rows)")

@@ -10,13 +10,15 @@ a view re-runs its first tick over the state with the transaction's changes when
 change is at least ``fraction`` of the rows it reads, and emits the difference of the two
 answers: the same change, by the other route.
 
-``fraction`` starts at ``config.REFRESH_FRACTION`` and is learned per view. An incremental
-step that took longer than the last first tick (scaled to the rows read now) lowers it to
-where, at that step's cost per changed row, the two would cost the same: an estimate never
-below the true crossover when a step costs a fixed part plus a part per changed row. Each
-refresh raises it by ``config.REFRESH_RELAX`` (up to the start value), so one slow step
-timed on a busy machine is forgotten. ``config.VIEW_REFRESH`` forces either route
-(``"always"``, ``"never"``; tests run both against the same oracles).
+``fraction`` starts at ``config.REFRESH_FRACTION`` and is learned per view. Two incremental
+steps in a row that each took longer than the last first tick (scaled to the rows read
+now) lower it to where, at their cost per changed row, the two would cost the same (the
+larger of their two estimates): an estimate never below the true crossover when a step
+costs a fixed part plus a part per changed row. One slow step alone teaches nothing (the
+first step after a view is registered may load its kernels, a busy machine may stall it),
+and each refresh raises the fraction by ``config.REFRESH_RELAX`` (up to the start value).
+``config.VIEW_REFRESH`` forces either route (``"always"``, ``"never"``; tests run both
+against the same oracles).
 
 Relies on ``wcoj.config``; used by ``queries.circuits``.
 
@@ -25,6 +27,9 @@ Relies on ``wcoj.config``; used by ``queries.circuits``.
 >>> r.wanted(10, 1000), r.wanted(1000, 1000)
 (False, True)
 >>> r.stepped(0.040, 100, 1000)        # 100 changed rows took 40 ms: 4x the first tick
+>>> r.fraction                         # once is not enough
+1.0
+>>> r.stepped(0.050, 100, 1000)        # twice in a row: about where the routes cost the same
 >>> round(r.fraction, 3), r.wanted(100, 1000), r.wanted(10, 1000)
 (0.025, True, False)
 """
@@ -42,13 +47,14 @@ _MODES = ("auto", "always", "never")
 class Refresh:
     """One view's choice between stepping and starting over, and what it measured."""
 
-    __slots__ = ("fraction", "first_seconds", "first_rows", "refreshes", "steps")
+    __slots__ = ("fraction", "first_seconds", "first_rows", "refreshes", "steps", "_slow")
 
     def __init__(self) -> None:
         self.fraction = config.REFRESH_FRACTION
         self.first_seconds: float | None = None
         self.first_rows = 0
         self.refreshes = self.steps = 0
+        self._slow: float | None = None  # the crossover the last step implied, when it was slow
 
     def __repr__(self) -> str:
         return (f"Refresh(fraction={self.fraction:.3g}, steps={self.steps}, "
@@ -77,6 +83,10 @@ class Refresh:
         if self.first_seconds is None or read <= 0 or changed <= 0:
             return
         first = self.first_seconds * max(1.0, read / max(self.first_rows, 1))
-        if seconds > first:
-            cross = changed / read * first / seconds
-            self.fraction = max(config.REFRESH_MIN_FRACTION, min(self.fraction, cross))
+        if seconds <= first:
+            self._slow = None
+            return
+        cross = changed / read * first / seconds
+        if self._slow is not None:
+            self.fraction = max(config.REFRESH_MIN_FRACTION, min(self.fraction, max(self._slow, cross)))
+        self._slow = cross

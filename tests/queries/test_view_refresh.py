@@ -133,13 +133,20 @@ def test_a_slow_step_lowers_the_fraction_and_refreshes_raise_it_back():
     r.stepped(0.005, 500, 1000)  # faster than a first tick: nothing learned
     assert r.fraction == config.REFRESH_FRACTION
     r.stepped(0.040, 100, 2000)  # 100 of 2,000 rows in 40 ms, a first tick over 2,000 about 20 ms
+    assert r.fraction == config.REFRESH_FRACTION  # one slow step alone teaches nothing
+    r.stepped(0.001, 100, 2000)  # ... and a fast one forgets it
+    r.stepped(0.040, 100, 2000)
+    assert r.fraction == config.REFRESH_FRACTION
+    r.stepped(0.080, 100, 2000)  # two slow ones in a row: the larger of their crossovers
     assert r.fraction == pytest.approx(100 / 2000 * 0.020 / 0.040)
     assert r.wanted(50, 2000) and not r.wanted(49, 2000)
     r.stepped(100.0, 1, 2000)  # absurdly slow: never below the floor
+    assert r.fraction == pytest.approx(100 / 2000 * 0.020 / 0.080)  # (the larger estimate, again)
+    r.stepped(100.0, 1, 2000)
     assert r.fraction == config.REFRESH_MIN_FRACTION
     r.first_tick(0.020, 2000)  # a refresh: the fraction relaxes
     assert r.fraction == pytest.approx(config.REFRESH_MIN_FRACTION * config.REFRESH_RELAX)
-    assert r.refreshes == 1 and r.steps == 4
+    assert r.refreshes == 1 and r.steps == 8
     for _ in range(100):
         r.first_tick(0.020, 2000)
     assert r.fraction == config.REFRESH_FRACTION
