@@ -21,6 +21,7 @@ Relies on ``queries.circuits``; used by ``Database.explain``.
 >>> print(db.explain('[:find ?x :where [?x :a ?y] [(> ?y 1)]]'))  # doctest: +NORMALIZE_WHITESPACE
 query: [:find ?x :where [?x :a ?y] [(> ?y 1)]]
 one DBSP circuit: q runs its first tick, a view steps it with each transaction
+  (or runs its first tick again when a transaction changes 100% of the rows it reads: queries.refresh)
   circuit: core join [?x :a ?y] filtered by [(> ?y 1)] (generic join, telescoping delta rule)
 join (generic join, 1 atoms):
   [?x :a ?y]  relation :a (e, v)  ~0 rows
@@ -57,8 +58,8 @@ def explain(db: Any, query: Query, inputs: tuple, format: str = "text") -> str:
     ev, table = compiled.ev, compiled._table
     lines = [f"query: {query.edn()}",
              "one DBSP circuit: q runs its first tick, a view steps it with each transaction",
-             f"  (a view runs its first tick again when a transaction changes at least "
-             f"{compiled.refresh.fraction:.0%} of the rows it reads, a share it learns: queries.refresh)"]
+             f"  (or runs its first tick again when a transaction changes "
+             f"{compiled.refresh.fraction:.0%} of the rows it reads: queries.refresh)"]
     lines += [f"  circuit: {note}" for note in dict.fromkeys(compiled.notes)]
     if table.vars:
         lines.append(f"inputs: {' '.join(table.vars)}  ({len(table.rows)} rows)")
