@@ -238,20 +238,20 @@ def run_chunk(graph, rows: I64, pos: int, empty_ok: bool, last_tick: int | None)
 
 
 def _result(graph, views, tick_ids: I64, tcounts: I64, parts: list, seconds: float) -> StreamResult:
+    """The result's columns from the changed rows ``(tick rank, view, weight, keys...)`` of
+    ``parts`` (in tick order), in as few passes over them as numpy allows: a stream's
+    changes can be far larger than its ticks."""
     width = max((len(v.columns) for _, v in views), default=1)
-    rows = np.concatenate(parts) if parts else np.zeros((0, 3 + width), dtype=np.int64)
-    if len(parts) > 1:
-        rows = rows[np.argsort(rows[:, 0], kind="stable")]
+    rows = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros((0, 3 + width), dtype=np.int64)
     counts = {name: tcounts[:, v].copy() for v, (name, _) in enumerate(views)}
     counts["edges"] = tcounts[:, len(views)].copy()
     counts["edges changed"] = tcounts[:, len(views) + 1].copy()
     changes = {}
     for v, (name, view) in enumerate(views):
-        mine = rows[rows[:, 1] == v]
-        cols = {"tick": tick_ids[mine[:, 0]], "weight": mine[:, 2].copy()}
-        for c, var in enumerate(view.columns):
-            cols[var] = mine[:, 3 + c].copy()
-        changes[name] = cols
+        mine = rows if len(views) == 1 else rows[rows[:, 1] == v]
+        cols = np.ascontiguousarray(mine[:, :3 + len(view.columns)].T)  # one pass: a row per column
+        changes[name] = {"tick": tick_ids[cols[0]], "weight": cols[2],
+                         **{var: cols[3 + c] for c, var in enumerate(view.columns)}}
     return StreamResult(tick_ids, counts, changes, seconds)
 
 
