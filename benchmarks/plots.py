@@ -171,12 +171,16 @@ def datalog_figure(data: dict[str, Any]):
     queries = list(dict.fromkeys(r["query"] for r in rows))
     fig, axes = plt.subplots(1, len(queries), figsize=(6.5 * len(queries), 4.5), squeeze=False)
     for ax, q in zip(axes[0], queries):
-        mine = [r for r in rows if r["query"] == q]
-        k = [r["tx_datoms"] for r in mine]
-        for key, label, style in (("view_ms", "transact with the view kept", dict(color="C0", marker="o")),
-                                  ("requery_ms", "transact, then re-run q", dict(color="C3", marker="s"))):
-            y = [r[key] for r in mine]
-            ax.plot(k, y, label=f"{label} ({_slope(fit_exponent(k, y))})", **style)
+        routes = list(dict.fromkeys(r.get("route", "auto") for r in rows if r["query"] == q))
+        for i, route in enumerate(routes):  # --routes: one line per view route
+            mine = [r for r in rows if r["query"] == q and r.get("route", "auto") == route]
+            k = [r["tx_datoms"] for r in mine]
+            y = [r["view_ms"] for r in mine]
+            label = "transact with the view kept" + (f", routes={route}" if len(routes) > 1 else "")
+            ax.plot(k, y, label=f"{label} ({_slope(fit_exponent(k, y))})", color=f"C{4 * i}", marker="o")
+        mine = [r for r in rows if r["query"] == q and r.get("route", "auto") == routes[0]]
+        k, y = [r["tx_datoms"] for r in mine], [r["requery_ms"] for r in mine]
+        ax.plot(k, y, label=f"transact, then re-run q ({_slope(fit_exponent(k, y))})", color="C3", marker="s")
         duck = [r.get("duckdb_ms") for r in mine]
         if all(x is not None for x in duck):
             ax.plot(k, duck, label="DuckDB: apply the change, re-run the SQL (wall time)",
