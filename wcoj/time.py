@@ -145,7 +145,16 @@ class Box:
 
     def contains(self, t: Time) -> bool:
         """True when the single time ``t`` lies in the box."""
-        return bool(self.mask(np.array([as_row(t)], dtype=np.int64))[0])
+        row = as_row(t)
+        return self.covers(row, row)
+
+    def covers(self, lo: tuple[int, ...], hi: tuple[int, ...]) -> bool:
+        """True when every time between the coordinate-wise bounds ``lo``/``hi`` is inside.
+
+        >>> Box.upto((2, 3)).covers((0, 1), (2, 3)), Box.upto((2, 3)).covers((0, 1), (3, 0))
+        (True, False)
+        """
+        return all(a <= x for a, x in zip(self._lo, lo)) and all(y <= b for y, b in zip(hi, self._hi))
 
     def may_overlap(self, lo: tuple[int, ...], hi: tuple[int, ...]) -> bool:
         """False when no time between the coordinate-wise bounds ``lo``/``hi`` is inside."""

@@ -105,6 +105,9 @@ def row_ids(*mats: I64) -> list[I64]:
     return out
 
 
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
 class _Run:
     """One consolidated block: ``keys`` = row columns then time columns, with weights."""
 
@@ -133,6 +136,14 @@ class _Run:
 
     def match(self, keys: I64) -> I64:
         """Positions of the rows whose key is one of ``keys`` (sorted, unique rows)."""
+        if self.packing is not None and keys.shape[0] == 1:  # most lookups of a small
+            p, q = self.packing, 0                            # change: in Python, no temporaries
+            for x, lo, hi, sh in zip(keys[0].tolist(), p.lows.tolist(), p.highs.tolist(), p.shifts.tolist()):
+                if not lo <= x <= hi:
+                    return _NO_ROWS
+                q |= (x - lo) << sh
+            lo = int(self.packed.searchsorted(q, "left"))
+            return np.arange(lo, int(self.packed.searchsorted(q, "right")), dtype=np.int64)
         if self.packing is not None:
             ok = np.all((keys >= self.packing.lows) & (keys <= self.packing.highs), axis=1)
             q = self.packing.pack(keys[ok])
@@ -148,7 +159,7 @@ class _Run:
         if keys is not None:
             idx = self.match(keys)
             k, w = k[idx], w[idx]
-        if box is not None:
+        if box is not None and not box.covers(self.tlo, self.thi):  # (else every row is in it)
             m = box.mask(k[:, self.arity:])
             k, w = k[m], w[m]
         return k, w
