@@ -154,13 +154,25 @@ class Box:
         >>> Box.upto((2, 3)).covers((0, 1), (2, 3)), Box.upto((2, 3)).covers((0, 1), (3, 0))
         (True, False)
         """
-        return all(a <= x for a, x in zip(self._lo, lo)) and all(y <= b for y, b in zip(hi, self._hi))
+        for a, x in zip(self._lo, lo):
+            if x < a:
+                return False
+        for y, b in zip(hi, self._hi):
+            if y > b:
+                return False
+        return True
 
     def may_overlap(self, lo: tuple[int, ...], hi: tuple[int, ...]) -> bool:
         """False when no time between the coordinate-wise bounds ``lo``/``hi`` is inside."""
         if self._empty:
             return False
-        return all(h >= a for h, a in zip(hi, self._lo)) and all(x <= b for x, b in zip(lo, self._hi))
+        for h, a in zip(hi, self._lo):  # loops, not all(generator): called per run and lookup
+            if h < a:
+                return False
+        for x, b in zip(lo, self._hi):
+            if x > b:
+                return False
+        return True
 
     def __repr__(self) -> str:
         fmt = lambda x: "*" if x in (_LO, _HI) else str(x)  # noqa: E731

@@ -111,10 +111,10 @@ _NO_ROWS = np.zeros(0, dtype=np.int64)
 class _Run:
     """One consolidated block: ``keys`` = row columns then time columns, with weights."""
 
-    __slots__ = ("z", "n_key", "arity", "_packing", "packed", "tlo", "thi")
+    __slots__ = ("z", "n", "n_key", "arity", "_packing", "packed", "tlo", "thi")
 
     def __init__(self, z: ZSet, n_key: int, arity: int):
-        self.z, self.n_key, self.arity = z, n_key, arity
+        self.z, self.n, self.n_key, self.arity = z, len(z), n_key, arity
         self._packing: Packing | None | bool = False  # packed on the first lookup
         self.packed = None
         times = z.keys[:, arity:]
@@ -122,7 +122,7 @@ class _Run:
         self.thi = tuple(_column_maxs(times).tolist()) if len(z) else None
 
     def __len__(self) -> int:
-        return len(self.z)
+        return self.n
 
     @property
     def packing(self) -> Packing | None:
@@ -192,7 +192,7 @@ class Trace:
         Coordinates of a time: 1 at the root, 2 in a child circuit, ...
     """
 
-    __slots__ = ("arity", "n_key", "n_dims", "runs", "recent", "frontier")
+    __slots__ = ("arity", "n_key", "n_dims", "runs", "recent", "frontier", "_all")
 
     def __init__(self, arity: int, n_key: int | None = None, n_dims: int = 1,
                  runs: tuple[_Run, ...] = (), recent: tuple[_Run, ...] = (),
@@ -203,6 +203,7 @@ class Trace:
             raise ArityMismatchError("trace", self.arity, self.n_key,
                                      f"key of {self.n_key} columns in rows of {self.arity}")
         self.runs, self.recent, self.frontier = runs, recent, frontier
+        self._all = tuple(r for r in runs + recent if r.n)  # what every query walks (immutable)
 
     @classmethod
     def from_batches(cls, batches: Iterable[tuple[Time, ZSet | IndexedZSet]], arity: int | None = None,
@@ -322,8 +323,9 @@ class Trace:
         return tr._replace(runs=(self._merge(list(tr.runs), tr.frontier),))
 
     # ---------------------------------------------------------------- queries
-    def _all_runs(self) -> list[_Run]:
-        return list(self.runs) + list(self.recent)
+    def _all_runs(self) -> tuple[_Run, ...]:
+        """The non-empty runs, spine then recent."""
+        return self._all
 
     def _key_matrix(self, keys: ZSet | IndexedZSet | Any) -> I64:
         if isinstance(keys, IndexedZSet):
@@ -337,7 +339,10 @@ class Trace:
 
     def may_have(self, box: Box) -> bool:
         """False when no run can hold a time in ``box`` (a cheap test on time bounds)."""
-        return any(box.may_overlap(r.tlo, r.thi) for r in self._all_runs() if len(r))
+        for r in self._all:
+            if box.may_overlap(r.tlo, r.thi):
+                return True
+        return False
 
     def entries(self, box: Box | None = None, keys: Any = None) -> tuple[I64, I64, I64]:
         """``(rows, times, weights)`` of every stored entry in ``box`` with a key in ``keys``.
@@ -369,8 +374,8 @@ class Trace:
         km = None if keys is None else self._key_matrix(keys)
         if km is not None and not len(km):
             return
-        for r in self._all_runs():
-            if not len(r) or (box is not None and not box.may_overlap(r.tlo, r.thi)):
+        for r in self._all:
+            if box is not None and not box.may_overlap(r.tlo, r.thi):
                 continue
             k, w = r.entries(box, km)
             if len(w):
@@ -393,8 +398,8 @@ class Trace:
         km = None if keys is None else self._key_matrix(keys)
         parts = []
         if km is None or len(km):
-            for r in self._all_runs():
-                if not len(r) or (box is not None and not box.may_overlap(r.tlo, r.thi)):
+            for r in self._all:
+                if box is not None and not box.may_overlap(r.tlo, r.thi):
                     continue
                 k, w = r.entries(box, km)
                 if len(w):

@@ -82,7 +82,7 @@ def _with_batch(prior: Trace, batch: IndexedZSet, t: tuple[int, ...], box: Box,
 
 def _size_in(prior: Trace, batch: IndexedZSet, t: tuple[int, ...], box: Box) -> int:
     """An upper bound of the rows of ``prior + batch at t`` in ``box`` (run sizes only)."""
-    n = sum(len(r) for r in prior._all_runs() if len(r) and box.may_overlap(r.tlo, r.thi))
+    n = sum(r.n for r in prior._all_runs() if box.may_overlap(r.tlo, r.thi))
     return n + (len(batch) if box.contains(t) else 0)
 
 
