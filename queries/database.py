@@ -439,7 +439,9 @@ class Database:
         return q, compiled
 
     def view(self, query: Any, *inputs: Any, name: str | None = None) -> View:
-        """Register a view of ``query``: maintained by every later transaction."""
+        """Register a view of ``query``: maintained by every later transaction, by a step of
+        its circuit, or by its first tick again when the transaction rewrites much of what
+        it reads (``queries.refresh``; ``repr(view)`` counts both)."""
         self._writable("register a view")
         q = self._parse(query)
         name = name or f"view{next(self._names)}"
