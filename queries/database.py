@@ -106,7 +106,7 @@ class View:
         self._pulls = [i for i, e in enumerate(query.find.elements) if isinstance(e, FindPull)]
         z = self.circuit.start()
         if self.circuit.aggregated:
-            self.groups = Groups(query, self.circuit.cols, db.registry)
+            self.groups = Groups(query, self.circuit.cols, db.registry, db.store.interner)
             self._group_change(z)
         else:
             self._answer = Relation(f"view {name}", z.arity)
@@ -134,9 +134,7 @@ class View:
         return shape(self.query, self._current())
 
     def _group_change(self, z: Any) -> tuple[Change, Any]:
-        ids = list(map(tuple, z.keys.tolist()))
-        vals = [tuple(r) for r in self.db.store.interner.decode(z.keys).tolist()] if ids else []
-        removed, added, undo = self.groups.apply(ids, vals, z.weights.tolist())
+        removed, added, undo = self.groups.apply(z)
         return Change(added, removed), undo
 
     def _stage(self, changed: set[str]) -> Change:
@@ -168,8 +166,7 @@ class View:
         """The committed answer as ``:find`` (+ ``:with``) id rows."""
         if self.groups is None:
             return self._answer.contents()
-        rows = [k for members in self.groups.members.values() for k in members]
-        return ZSet.from_rows(rows, arity=len(self.circuit.cols))
+        return self.groups.id_rows()
 
     def _pull_change(self, z: Any) -> Change:
         """The rows gained and lost, and the rows whose pulled entity the transaction
@@ -406,9 +403,8 @@ class Database:
                 else:  # in a few numpy passes when it can, else per group
                     rows = aggregate_once(q, compiled.cols, z.keys, interner)
                 if rows is None:
-                    groups = Groups(q, compiled.cols, self.registry)
-                    vals = [tuple(r) for r in interner.decode(z.keys).tolist()]
-                    groups.apply(list(map(tuple, z.keys.tolist())), vals, z.weights.tolist())
+                    groups = Groups(q, compiled.cols, self.registry, interner)
+                    groups.apply(z)
                     rows = groups.rows()
                 if any(isinstance(e, FindPull) for e in q.find.elements):
                     rows = pulled(self.store, q, rows, "prev", inputs)

@@ -53,6 +53,8 @@ QUERIES = {
     "stats": ('[:find ?g (min ?w) (max ?w) (median ?w) (count-distinct ?w) (avg ?w) :with ?a '
               ':where [?a :g ?g] [?a :w ?w]]', ()),
     "out-degree": ('[:find ?a (count ?b) :where [?a :edge ?b]]', ()),
+    "two-keys": ('[:find ?a ?g (count ?b) (max ?w) (sum ?w) :with ?b :where [?a :g ?g] [?a :edge ?b] '
+                 '[?b :w ?w]]', ()),
     "reach-count": ('[:find (count ?b) . :in $ % :where (reach ?a ?b)]', (LEFT,)),
     "fn": ('[:find ?a ?d :where [?a :w ?w] [(* ?w 2) ?d] [(>= ?d 0)]]', ()),
     "input-coll": ('[:find ?a ?w :in $ [?w ...] :where [?a :w ?w]]', ([0, 1, 3],)),
