@@ -365,6 +365,21 @@ class Interner:
         return (arr & _PAYLOAD) - _BIAS
 
     @staticmethod
+    def ints(ids: Any) -> npt.NDArray[np.int64] | None:
+        """The values of ``ids`` as an int64 array when every one decodes to a Python int (a
+        long, or an entity ref: its id), else None; what numeric aggregates read.
+
+        >>> it = Interner(); it.ints(np.array([it.encode(-4), it.ref(7)])).tolist()
+        [-4, 7]
+        """
+        arr = np.asarray(ids, dtype=np.int64)
+        tags = arr >> TAG_SHIFT
+        if len(arr) and not ((tags == LONG) | (tags == REF)).all():
+            return None
+        pay = arr & _PAYLOAD
+        return np.where(tags == LONG, pay - _BIAS, pay)
+
+    @staticmethod
     def is_numeric_kind(value: Any) -> bool:
         """Whether ``value`` is a Datomic number (long, double, bigint, bigdec)."""
         return type(value) in (int, float) or isinstance(value, Decimal)
