@@ -26,6 +26,7 @@ npm is missing, cut off after ``--datascript-timeout`` seconds). Run:
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -38,6 +39,7 @@ import numpy as np
 
 from benchmarks._common import Results, add_json_arg, header
 from queries.database import Database
+from queries.graph import settle_heap
 
 SCHEMA = '''[{:db/ident :name :db/valueType :db.type/string :db/unique :db.unique/identity}
              {:db/ident :knows :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}
@@ -184,7 +186,10 @@ def measure(people: int = 3000, edges: int = 30000, tx=(1, 100, 10000), repeat: 
     measured. ``routes``: values of ``config.VIEW_REFRESH`` (``auto``: the view steps or
     refreshes as ``queries.refresh`` decides; ``never``: it always steps, the route before
     refreshes existed; ``always``), each on its own copy of the database, timed in turn
-    (in alternating order) with the re-query in the same repeat.
+    (in alternating order) with the re-query in the same repeat. The loaded heap is frozen
+    first (``settle_heap``), as a long-running process would do: otherwise Python's full
+    collections (about 70 ms each here) land on every third or fourth 10,000-datom
+    transaction, on either side.
 
     Both columns run the same single-threaded Python in this process, so by default they
     are timed in process CPU time, which the other jobs of a shared machine disturb far
@@ -223,6 +228,7 @@ def _measure_k(name, k, args, routes, requery, clock, results, config):
         d[0].transact(tx)
         apply(d[pick], ops)
     duck = _duck(dbs[0][pick], name)
+    settle_heap()  # as a long-running process would: no full collections of the loaded heap
     tv, tq, td = [[] for _ in routes], [], []
     for r in range(args.repeat):
         tx, ops = make_tx(attr, dbs[0][pick], k, args.people if attr == ":knows" else args.people // 4,
@@ -247,6 +253,7 @@ def _measure_k(name, k, args, routes, requery, clock, results, config):
                 raise AssertionError(f"{name} k={k}: view {ours}, duckdb {got}")
         for d in dbs:
             apply(d[pick], ops)
+    gc.unfreeze()  # these databases go: let the collector have them
     mq = statistics.median(tq) * 1e3
     md = statistics.median(td) * 1e3 if td else None
     for i, how in enumerate(routes):
