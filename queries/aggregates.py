@@ -109,8 +109,8 @@ class Groups:
         self.aggs = [(e.fn, e.args[0].value if len(e.args) == 2 else None, at[cols.index(e.var.name)])
                      for e in elems if isinstance(e, FindAggregate)]
         # per find element: ("agg", j) or ("key", position among the group's columns)
-        n_aggs = iter(range(len(elems)))
-        self.layout = [("agg", next(n_aggs)) if isinstance(e, FindAggregate) else ("key", at[cols.index(e.var.name)])
+        agg_index = iter(range(len(elems)))
+        self.layout = [("agg", next(agg_index)) if isinstance(e, FindAggregate) else ("key", at[cols.index(e.var.name)])
                        for e in elems]
         self.state = Trace(len(cols), n_key=len(keys))
         self.out: dict[tuple, tuple] = {}  # group key ids -> output row
