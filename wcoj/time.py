@@ -154,26 +154,21 @@ class Box:
         >>> Box.upto((2, 3)).covers((0, 1), (2, 3)), Box.upto((2, 3)).covers((0, 1), (3, 0))
         (True, False)
         """
-        for a, x in zip(self._lo, lo):
-            if x < a:
-                return False
-        for y, b in zip(hi, self._hi):
-            if y > b:
-                return False
-        return True
+        return _below(self._lo, lo) and _below(hi, self._hi)
 
     def may_overlap(self, lo: tuple[int, ...], hi: tuple[int, ...]) -> bool:
         """False when no time between the coordinate-wise bounds ``lo``/``hi`` is inside."""
-        if self._empty:
-            return False
-        for h, a in zip(hi, self._lo):  # loops, not all(generator): called per run and lookup
-            if h < a:
-                return False
-        for x, b in zip(lo, self._hi):
-            if x > b:
-                return False
-        return True
+        return not self._empty and _below(self._lo, hi) and _below(lo, self._hi)
 
     def __repr__(self) -> str:
         fmt = lambda x: "*" if x in (_LO, _HI) else str(x)  # noqa: E731
         return "Box(" + ", ".join(f"{fmt(a)}..{fmt(b)}" for a, b in zip(self._lo, self._hi)) + ")"
+
+
+def _below(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """``a <= b`` coordinate-wise (a loop, not ``all`` over a generator: boxes test the
+    bounds of every run a trace lookup walks)."""
+    for x, y in zip(a, b):
+        if x > y:
+            return False
+    return True
