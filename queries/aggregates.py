@@ -1,10 +1,10 @@
-"""Aggregates of ``:find``: per-group state kept by a view, and a first tick's groups at once.
+"""Aggregates of ``:find``: the per-group state of a view, and of ``q``'s first tick.
 
 ``Groups`` keeps a view's set of ``:find`` + ``:with`` id rows, columnar and sorted by
 group, and each group's output row; a view's transaction recomputes only the groups it
 touches (in numpy passes for ``count`` and ``sum``/``avg``/``min``/``max`` of longs and refs), and
-a failed transaction puts everything back. ``aggregate_once`` computes the groups of a
-first tick (what ``q`` answers) in a few numpy passes when every aggregate allows it.
+a failed transaction puts everything back. ``q`` applies its first tick's rows to a fresh
+``Groups``: one implementation of the aggregates for both.
 
 Relies on ``queries.functions`` (the aggregates); used by ``queries.database``.
 """
@@ -21,58 +21,10 @@ from wcoj.errors import QueryError
 from wcoj.trace import Trace, ranges_to_indices, row_ids
 from wcoj.zset import ZSet
 
-__all__ = ["Groups", "aggregate_once"]
+__all__ = ["Groups"]
 
 
 _VECTOR_AGGREGATES = ("count", "sum", "avg", "min", "max")
-
-
-def aggregate_once(query: Query, cols: list[str], keys: np.ndarray, interner: Any) -> list | None:
-    """The ``:find`` rows of an aggregate query from the rows of its first tick (``keys``:
-    distinct ``:find`` + ``:with`` id rows, columns ``cols``) in a few numpy passes, when
-    every aggregate is ``count``, or ``sum``/``avg``/``min``/``max`` of longs (or refs: entity
-    ids); else None
-    (``Groups`` does it). ``q`` uses it; a view keeps ``Groups`` for its updates."""
-    elems = query.find.elements
-    aggs = [e for e in elems if isinstance(e, FindAggregate)]
-    if any(e.fn not in _VECTOR_AGGREGATES or len(e.args) != 1 for e in aggs):
-        return None
-    if not len(keys):
-        return []
-    key_pos = [cols.index(e.var.name) for e in elems if not isinstance(e, FindAggregate)]
-    if key_pos:
-        groups, inv = np.unique(keys[:, key_pos], axis=0, return_inverse=True)
-        inv = inv.ravel()
-    else:
-        groups, inv = np.zeros((1, 0), dtype=np.int64), np.zeros(len(keys), dtype=np.int64)
-    counts = np.bincount(inv, minlength=len(groups))
-    out = []
-    for e in aggs:
-        if e.fn == "count":
-            out.append(counts.tolist())
-            continue
-        vals = interner.ints(keys[:, cols.index(e.var.name)])
-        if vals is None:
-            return None
-        if e.fn in ("sum", "avg"):
-            if int(np.abs(vals).max()) >= (1 << 62) // len(vals):  # the sum might overflow
-                return None
-            sums = np.zeros(len(groups), dtype=np.int64)
-            np.add.at(sums, inv, vals)
-            out.append(sums.tolist() if e.fn == "sum" else
-                       [x / c for x, c in zip(sums.tolist(), counts.tolist())])
-        else:
-            big = np.iinfo(np.int64)
-            acc = np.full(len(groups), big.max if e.fn == "min" else big.min, dtype=np.int64)
-            (np.minimum if e.fn == "min" else np.maximum).at(acc, inv, vals)
-            out.append(acc.tolist())
-    plain = interner.decode(groups).tolist() if key_pos else [[]] * len(groups)
-    rows = []
-    for g in range(len(groups)):
-        ks, vs = iter(plain[g]), iter(col[g] for col in out)
-        rows.append(tuple(next(vs) if isinstance(e, FindAggregate) else next(ks) for e in elems))
-    return rows
-
 
 
 class Groups:

@@ -59,7 +59,7 @@ from indexes.transaction import deferred_interrupts
 from queries.ast import FindPull, Query
 from indexes.index import Relation
 from queries.bind import Binder, Inputs, bind_inputs
-from queries.aggregates import Groups, aggregate_once
+from queries.aggregates import Groups
 from queries.circuits import CompiledView, compile_view
 from queries.results import Change, pulled, shape
 from queries.pull import pull
@@ -400,9 +400,7 @@ class Database:
                 z = compiled.first_tick()
                 if not compiled.aggregated:
                     rows = [tuple(r) for r in interner.decode(z.keys).tolist()]
-                else:  # in a few numpy passes when it can, else per group
-                    rows = aggregate_once(q, compiled.cols, z.keys, interner)
-                if rows is None:
+                else:
                     groups = Groups(q, compiled.cols, self.registry, interner)
                     groups.apply(z)
                     rows = groups.rows()
