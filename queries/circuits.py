@@ -162,7 +162,6 @@ class CompiledView:
         self.root = Circuit()
         self.initial, self.over = False, "prev"
         self.refresh = Refresh()
-        self.refreshed = False  # the last step re-ran the first tick (its output is the whole answer)
         self.notes: list[str] = []
         self.relations: dict[str, Any] = {}     # source name -> Relation
         self._sources: dict[int, Stream] = {}   # id(Relation) -> source stream
@@ -227,13 +226,13 @@ class CompiledView:
     def reads(self) -> set[str]:
         return set(self.relations)
 
-    def step(self) -> tuple[ZSet, Any] | None:
-        """Step with the store's staged deltas: ``(change, undo)``, or None if untouched.
+    def step(self) -> tuple[ZSet, Any, bool] | None:
+        """Step with the store's staged deltas: ``(change, undo, False)``, or None if
+        untouched.
 
         When the transaction changes a large share of the rows the view reads (``Refresh``),
         the circuit starts over instead: its first tick over the new state, the route
-        ``q`` takes; ``refreshed`` is then True and the output is the whole new answer,
-        not its change."""
+        ``q`` takes; the result is then ``(whole new answer, undo, True)``."""
         given = {name: rel.delta for name, rel in self.relations.items()
                  if not rel.delta_is_empty()}
         if not given:
@@ -241,15 +240,14 @@ class CompiledView:
         undo = (self.root._state, self.root.time)  # states are immutable values
         changed = sum(len(z) for z in given.values())
         read = self._rows_read("prev")
-        self.refreshed = self.refresh.wanted(changed, read)
-        if not self.refreshed:
+        if not self.refresh.wanted(changed, read):
             t0 = time.perf_counter()
             z = self._step(given)
             self.refresh.stepped(time.perf_counter() - t0, changed, read)
-            return z, undo
+            return z, undo, False
         self.root._state, self.root.time = None, 0
         try:
-            return self.start("curr"), undo
+            return self.start("curr"), undo, True
         except BaseException:
             self.undo(undo)
             raise

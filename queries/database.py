@@ -143,8 +143,8 @@ class View:
         if stepped is None:
             z, undo = None, None
         else:
-            z, undo = stepped
-            if self.circuit.refreshed:  # the whole new answer (queries.refresh): the change is new - old
+            z, undo, whole = stepped
+            if whole:  # the new answer (queries.refresh): the change is new - old
                 z = z.minus(self._rows())
         if self.groups is not None:
             if z is None:
