@@ -90,7 +90,7 @@ class Groups:
         g = self.n_group
         if g:  # the touched groups' keys (sorted, unique) and each changed row's group
             touched = ZSet.from_arrays(zk[:, :g], np.ones(len(zk), dtype=np.int64), arity=g).keys
-            have, want = (touched[:, 0], zk[:, 0]) if g == 1 else row_ids(touched, np.ascontiguousarray(zk[:, :g]))
+            have, want = _comparable(touched, zk[:, :g])
             at = np.searchsorted(have, want)
         else:
             touched, at = np.zeros((1, 0), dtype=np.int64), np.zeros(len(zk), dtype=np.int64)
@@ -113,7 +113,7 @@ class Groups:
                 need.append(i)
         if need:  # read these groups' rows (may raise: nothing has changed yet)
             self._from_rows(state, touched[need], [keys[i] for i in need], acc)
-        outs = {t: None if a is None else self._row(t, a) for t, a in acc.items()}
+        outs = {t: None if a is None else self._outputs(a) for t, a in acc.items()}
         key_vals = dict(zip(keys, self.interner.decode(touched).tolist())) if g else {(): []}
         removed, added, old_out, old_acc = [], [], {}, {}
         for t in keys:
@@ -145,8 +145,8 @@ class Groups:
         if vals is None:
             return None
         if fn in ("sum", "avg"):
-            if len(vals) and int(np.abs(vals).max()) >= (1 << 62) // len(vals):
-                return None  # the sum might not fit in int64
+            if not _sum_fits(vals):
+                return None
             d = np.zeros(n_groups, dtype=np.int64)
             np.add.at(d, at, w * vals)
             return d.tolist()
@@ -168,8 +168,7 @@ class Groups:
         if len(new) and (new.weights != 1).any():
             raise QueryError("internal: an aggregate's rows are not a set")
         if g:
-            have, want = (new.keys[:, 0], touched[:, 0]) if g == 1 else \
-                row_ids(np.ascontiguousarray(new.keys[:, :g]), touched)
+            have, want = _comparable(new.keys[:, :g], touched)
             lo, hi = np.searchsorted(have, want, "left"), np.searchsorted(have, want, "right")
         else:
             lo, hi = np.zeros(1, dtype=np.int64), np.full(1, len(new), dtype=np.int64)
@@ -182,8 +181,7 @@ class Groups:
                 continue
             ids = new.keys[idx, pos]
             vals = self.interner.ints(ids) if arg is None and fn in _VECTOR_AGGREGATES else None
-            if vals is not None and fn in ("sum", "avg") and len(vals) and \
-                    int(np.abs(vals).max()) >= (1 << 62) // len(vals):
+            if vals is not None and fn in ("sum", "avg") and not _sum_fits(vals):
                 vals = None
             dec = None
             for i in todo:
@@ -197,7 +195,7 @@ class Groups:
                         dec = self.interner.decode(ids).tolist()
                     acc[keys[i]][1 + j] = _Fixed(aggregate(fn, arg, dec[s:s + k], self.registry))
 
-    def _row(self, t: tuple, a: list) -> list:
+    def _outputs(self, a: list) -> list:
         """The aggregates' outputs from a group's values ``[n, running value per aggregate]``."""
         n, out = a[0], []
         for (fn, _, _), v in zip(self.aggs, a[1:]):
@@ -221,6 +219,19 @@ class Groups:
                 self.acc.pop(g, None)
             else:
                 self.out[g], self.acc[g] = prev, old_acc[g]
+
+
+def _comparable(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``a`` and ``b`` (same width) as one int64 each that compares like the rows
+    (one column: the column itself)."""
+    if a.shape[1] == 1:
+        return a[:, 0], b[:, 0]
+    return row_ids(np.ascontiguousarray(a), np.ascontiguousarray(b))
+
+
+def _sum_fits(vals: np.ndarray) -> bool:
+    """Whether any sum of ``vals`` (or of part of them) fits in int64."""
+    return not len(vals) or int(np.abs(vals).max()) < (1 << 62) // len(vals)
 
 
 class _Fixed:
