@@ -58,6 +58,7 @@ from wcoj.config import RECURSION_LIMIT
 from wcoj.errors import CircuitError, NoFixedPointError, QueryError, UnboundVariableError
 from wcoj.generic_join import IncrementalGenericJoin, choose_order
 from wcoj.operators import distinct_nested, fold_map, incremental_join
+from wcoj.rows import Columns
 from wcoj.zset import ZSet
 
 __all__ = ["CompiledView", "compile_view"]
@@ -322,7 +323,7 @@ class CompiledView:
         cols = list(range(nk, nk + na)) + [nk + na + b.vars.index(v) for v in extra]
         ia = a.stream.index_with([a.vars.index(v) for v in shared])
         ib = b.stream.index_with([b.vars.index(v) for v in shared])
-        out = incremental_join(ia, ib, fn=lambda k, cols=cols: k[:, cols], arity=len(cols))
+        out = incremental_join(ia, ib, fn=Columns(cols), arity=len(cols))
         return Rel(out, a.vars + tuple(extra))
 
     def unit(self) -> Rel:
@@ -533,7 +534,7 @@ class CompiledView:
                 stream = body.stream
             else:  # the body's last join is ours alone: project inside its consolidation
                 idx = [body.vars.index(v) for v in params]
-                stream = fold_map(body.stream, lambda k, idx=idx: k[:, idx], len(idx))
+                stream = fold_map(body.stream, Columns(idx), len(idx))
             parts.append(Rel(stream, _positions(len(params))))
         return self.distinct(self._union(parts))
 

@@ -19,6 +19,7 @@ operators (``join_stream``, ``join_trace``, ``aggregate``) and the binary-join b
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -27,7 +28,7 @@ import numpy.typing as npt
 
 from wcoj.errors import ArityMismatchError, InputError, WeightOverflowError
 from wcoj.kernels import zsets as wk
-from wcoj.rows import group_starts, packing_for, row_order
+from wcoj.rows import Columns, group_starts, packing_for, row_order
 from wcoj.zset import ZSet, checked_weights, raise_overflow
 
 __all__ = ["IndexedZSet", "AGGREGATES"]
@@ -65,6 +66,17 @@ def _match_sorted(ua: I64, ub: I64) -> tuple[I64, I64]:
     np.minimum(pos, ub.shape[0] - 1, out=pos)
     ia = np.flatnonzero(ub[pos] == ua)
     return ia, pos[ia]
+
+
+@functools.lru_cache(maxsize=256)
+def _join_maps(a_arity: int, nk: int, n_all: int, cols: tuple[int, ...] | None) -> tuple[I64, I64]:
+    """``cross_rows_into``'s column maps for a join of rows of ``a_arity`` columns with
+    rows of ``n_all - a_arity + nk`` on ``nk`` key columns, keeping ``cols`` of the joined
+    row (all when None). Cached: a nested join makes the same few calls many times."""
+    src = np.arange(n_all, dtype=np.int64) if cols is None else np.array(cols, dtype=np.int64)
+    out_c = np.arange(src.shape[0], dtype=np.int64)
+    from_a = src < a_arity
+    return np.stack([out_c[from_a], src[from_a]]), np.stack([out_c[~from_a], src[~from_a] - a_arity + nk])
 
 
 class IndexedZSet:
@@ -163,16 +175,34 @@ class IndexedZSet:
 
         Weights multiply: ``join(a, b)[k, u, v] = a[k, u] * b[k, v]``, so
         ``join(a1 + a2, b) = join(a1, b) + join(a2, b)`` (DBSP §3, bilinearity).
-        ``fn``, if given, maps the output ``keys`` matrix to the columns to keep.
+        ``fn``, if given, maps the output ``keys`` matrix to the columns to keep; a
+        ``Columns`` projection is written as the rows are made.
 
         Complexity: O(|a| + |b| + |output|) after the key runs are found.
+
+        >>> a = IndexedZSet.from_pairs([[1], [1]], [[5], [6]])
+        >>> b = IndexedZSet.from_pairs([[1]], [[7]], [2])
+        >>> a.join(b).to_dict()
+        {(1, 5, 7): 2, (1, 6, 7): 2}
+        >>> a.join(b, Columns([2])).to_dict()
+        {(7,): 4}
         """
+        cols = fn if isinstance(fn, Columns) else None
+        keys, w = self.join_rows(other, cols)
+        if cols is not None:
+            return ZSet.from_arrays(keys, w, arity=len(cols.cols))
+        out = ZSet(keys, w)  # sorted and unique by construction
+        return out if fn is None else out.map(fn)
+
+    def join_rows(self, other: IndexedZSet, cols: Columns | None = None) -> tuple[I64, I64]:
+        """``join``'s rows and weights before any consolidation: sorted and unique, or,
+        with ``cols``, only those columns of them (neither sorted nor unique)."""
         self._check_compatible(other, "join")
         a, b, nk = self.zset, other.zset, self.n_key
-        n_out_cols = a.arity + b.arity - nk
+        n_all = a.arity + b.arity - nk
+        n_out = n_all if cols is None else len(cols.cols)
         if a.is_empty() or b.is_empty():
-            out = ZSet.empty(n_out_cols)
-            return out if fn is None else out.map(fn)
+            return np.zeros((0, n_out), dtype=np.int64), np.zeros(0, dtype=np.int64)
         ida, idb = _dense_key_ids(a.keys[:, :nk], b.keys[:, :nk])
         sa = np.flatnonzero(np.concatenate(([True], ida[1:] != ida[:-1])))
         sb = np.flatnonzero(np.concatenate(([True], idb[1:] != idb[:-1])))
@@ -181,15 +211,15 @@ class IndexedZSet:
         ia, ib = _match_sorted(ida[sa], idb[sb])
         cnt = ca[ia] * cb[ib]
         total = int(cnt.sum())
-        keys = np.empty((total, n_out_cols), dtype=np.int64)
+        keys = np.empty((total, n_out), dtype=np.int64)
         w = np.empty(total, dtype=np.int64)
-        bi, bj = wk.cross_rows_into(a.keys, b.keys, nk, sa[ia], ca[ia], sb[ib], cb[ib],
-                                    a.weights, b.weights, keys, w)
+        a_map, b_map = _join_maps(a.arity, nk, n_all, None if cols is None else cols.key)
+        bi, bj = wk.cross_rows_into(a.keys, b.keys, sa[ia], ca[ia], sb[ib], cb[ib], a.weights, b.weights,
+                                    a_map, b_map, keys, w)
         if bi >= 0:
             row = tuple(a.keys[bi].tolist()) + tuple(b.keys[bj, nk:].tolist())
             raise_overflow("*", a.weights[bi], b.weights[bj], row)
-        out = ZSet(keys, w)  # sorted and unique by construction
-        return out if fn is None else out.map(fn)
+        return keys, w
 
     # ---------------------------------------------------------------- aggregate
     def aggregate(self, kind: str, column: int = 0) -> ZSet:

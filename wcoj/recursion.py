@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from wcoj.circuit import Circuit, Stream
 from wcoj.operators import distinct_nested, incremental_join
+from wcoj.rows import Columns
 from wcoj.zset import ZSet
 
 __all__ = ["reachability_circuit", "transitive_closure_circuit", "closure"]
@@ -38,7 +39,7 @@ def closure(child: Circuit, seed: Stream, edges: Stream) -> Stream:
     """Wire, inside ``child``, the least fixed point of
     ``R = distinct(seed + π_{r,z}(R(r, y) ⋈ edges(y, z)))`` over delta streams; return R's deltas."""
     fb = child.delay(2)
-    step = incremental_join(fb.index_with([1]), edges.index_with([0]), fn=lambda k: k[:, [1, 4]], arity=2)
+    step = incremental_join(fb.index_with([1]), edges.index_with([0]), fn=Columns([1, 4]), arity=2)
     reach = distinct_nested(seed.plus(step))
     fb.connect(reach)
     return reach

@@ -142,28 +142,31 @@ def cross_multiply_into(a_lo, a_n, b_lo, b_n, wa, wb, out_i, out_j, out_w):
 
 
 @kernel
-def cross_rows_into(ka, kb, n_key, a_lo, a_n, b_lo, b_n, wa, wb, out_keys, out_w):
+def cross_rows_into(ka, kb, a_lo, a_n, b_lo, b_n, wa, wb, a_map, b_map, out_keys, out_w):
     """The rows of a join, written in place: for each matched run pair ``r``, every
     ``(i, j)`` of ``[a_lo[r], a_lo[r] + a_n[r]) x [b_lo[r], b_lo[r] + b_n[r])`` in
-    row-major order gets the output row ``ka[i] ++ kb[j, n_key:]`` and the weight
-    ``wa[i] * wb[j]`` (checked). ``cross_multiply_into`` fused with the row gathers, so no
-    index arrays are built. The caller allocates ``sum(a_n * b_n)`` output rows.
+    row-major order gets an output row and the weight ``wa[i] * wb[j]`` (checked). Output
+    column ``a_map[0, c]`` gets ``ka[i, a_map[1, c]]`` and ``b_map[0, c]`` gets ``kb[j,
+    b_map[1, c]]``: for a join on ``n`` key columns, the row ``ka[i] ++ kb[j, n:]``, or
+    only the columns a projection after the join keeps. ``cross_multiply_into``
+    fused with the row gathers, so no index arrays are built. The caller allocates
+    ``sum(a_n * b_n)`` output rows.
 
     Returns ``(i, j)`` of the first product that leaves int64, or ``(-1, -1)``.
     """
     t = 0
-    wa_cols = ka.shape[1]
-    wb_cols = kb.shape[1] - n_key
+    na = a_map.shape[1]
+    nb = b_map.shape[1]
     for r in range(a_lo.shape[0]):
         for i in range(a_lo[r], a_lo[r] + a_n[r]):
             x = wa[i]
             for j in range(b_lo[r], b_lo[r] + b_n[r]):
                 if _mul_overflows(x, wb[j]):
                     return i, j
-                for c in range(wa_cols):
-                    out_keys[t, c] = ka[i, c]
-                for c in range(wb_cols):
-                    out_keys[t, wa_cols + c] = kb[j, n_key + c]
+                for c in range(na):
+                    out_keys[t, a_map[0, c]] = ka[i, a_map[1, c]]
+                for c in range(nb):
+                    out_keys[t, b_map[0, c]] = kb[j, b_map[1, c]]
                 out_w[t] = x * wb[j]
                 t += 1
     return -1, -1

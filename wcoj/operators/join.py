@@ -28,6 +28,7 @@ from wcoj.errors import CircuitError
 from wcoj.indexed import IndexedZSet
 from wcoj.operators.linear import infer_arity
 from wcoj.operators.traces import _idle, _soonest, epoch_keys, integrate_trace, next_iteration
+from wcoj.rows import Columns
 from wcoj.time import Box, Time, as_row
 from wcoj.trace import Trace
 from wcoj.zset import ZSet, consolidate_sorted_parts
@@ -90,7 +91,8 @@ def join_lattice(a: IndexedZSet, b: IndexedZSet, a_prior: Trace, b_prior: Trace,
                  fn: Callable | None = None, arity: int | None = None) -> ZSet:
     """``Σ_{t1 ⊔ t2 = time} a[t1] ⋈ b[t2]`` with ``a``, ``b`` the deltas at ``time`` and the
     priors the deltas before it (module docstring). Rows (key, a value, b value), or
-    ``fn`` of them (applied before the one consolidation: ``map`` is linear).
+    ``fn`` of them (applied before the one consolidation: ``map`` is linear; a
+    ``Columns`` projection as the rows are written).
 
     >>> ta = Trace(2, 1, n_dims=2).insert(IndexedZSet.from_pairs([[1]], [[5]]), (0, 1))
     >>> tb = Trace(2, 1, n_dims=2)
@@ -100,6 +102,7 @@ def join_lattice(a: IndexedZSet, b: IndexedZSet, a_prior: Trace, b_prior: Trace,
     """
     t = as_row(time)
     nk = a_prior.n_key
+    cols = fn if isinstance(fn, Columns) else None  # written by the join itself
     keys, weights = [], []
     for m in product((1, 0), repeat=len(t)):
         abox, bbox = _sides(t, m)
@@ -119,10 +122,10 @@ def join_lattice(a: IndexedZSet, b: IndexedZSet, a_prior: Trace, b_prior: Trace,
             if zb.is_empty():
                 continue
             za = _with_batch(a_prior, a, t, abox, IndexedZSet(zb, nk).group_keys())
-        part = IndexedZSet(za, nk).join(IndexedZSet(zb, nk))
-        if len(part):
-            keys.append(part.keys)
-            weights.append(part.weights)
+        pk, pw = IndexedZSet(za, nk).join_rows(IndexedZSet(zb, nk), cols)
+        if len(pw):
+            keys.append(pk)
+            weights.append(pw)
     width = a_prior.arity + b_prior.arity - nk
     if fn is None:  # every part is sorted and unique: merge them
         return consolidate_sorted_parts(list(zip(keys, weights)), width)
@@ -131,7 +134,9 @@ def join_lattice(a: IndexedZSet, b: IndexedZSet, a_prior: Trace, b_prior: Trace,
         return ZSet.empty(out_arity)
     k = keys[0] if len(keys) == 1 else np.concatenate(keys)
     w = weights[0] if len(weights) == 1 else np.concatenate(weights)
-    return ZSet.from_arrays(np.asarray(fn(k)).reshape(k.shape[0], -1), w, arity=out_arity)
+    if cols is None:
+        k = np.asarray(fn(k)).reshape(k.shape[0], -1)
+    return ZSet.from_arrays(k, w, arity=out_arity)
 
 
 class _Join(Operator):
@@ -246,7 +251,10 @@ def fold_map(stream: Stream, fn: Callable, arity: int) -> Stream:
     if node.kind != "operator" or not isinstance(node.op, JoinLattice) or not _unread(stream):
         return stream.map(fn, arity=arity)
     old = node.op.fn
-    both = fn if old is None else (lambda k, old=old: fn(old(k)))
+    if isinstance(old, Columns) and isinstance(fn, Columns):
+        both = old.then(fn)
+    else:
+        both = fn if old is None else (lambda k, old=old: fn(old(k)))
     node.op = JoinLattice(both, arity)
     node.schema = Schema("zset", arity)
     c._invalidate()

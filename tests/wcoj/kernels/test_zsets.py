@@ -250,8 +250,10 @@ def test_cross_rows_into_equals_the_products_and_gathers_of_the_twin(runs):
     total = sum(x * y for x, y in zip(a_n, b_n))
     out_k = np.full((total, 4), SENTINEL, np.int64)
     out_w = np.full(total, SENTINEL, np.int64)
-    bi, bj = wk.cross_rows_into(ka, kb, 1, arr(a_lo), arr(a_n), arr(b_lo), arr(b_n), arr(wa),
-                                arr(wb), out_k, out_w)
+    a_map = np.array([[0, 1], [0, 1]], np.int64)   # output column <- ka column
+    b_map = np.array([[2, 3], [1, 2]], np.int64)   # output column <- kb column
+    bi, bj = wk.cross_rows_into(ka, kb, arr(a_lo), arr(a_n), arr(b_lo), arr(b_n), arr(wa), arr(wb),
+                                a_map, b_map, out_k, out_w)
     twin, twin_bad = ref.cross_multiply_into(a_lo, a_n, b_lo, b_n, wa, wb)
     if twin_bad >= 0:
         assert bi >= 0 and not ref.fits(int(wa[bi]) * int(wb[bj]))
