@@ -431,35 +431,33 @@ def _local(terms: list[TermSpec]) -> tuple[list[TermSpec], list[int]]:
 
 
 def view_source(terms: list[TermSpec]) -> str:
-    """The module of one view's terms and their ``dispatch`` (block rows, view number and
+    """The module of one view's terms, ``_t0``, ``_t1``, ... (block rows, view number and
     relations as arguments; see ``_Term``)."""
     parts = [_HEADER]
     first = 0
     for t, spec in enumerate(terms):
         parts.append("\n\n" + _Term(t, spec, first).source() + "\n")
         first += len(spec.atoms)
-    lines = ["\n\n@row_kernel", "def dispatch(B, rows, rbase, ch, ci, lrel, w, sets, out, m, dcounts, view):"]
-    for t, spec in enumerate(terms):
-        lines.append(f"    if lrel == {spec.rel}:")
-        lines.append(f"        status, m = _t{t}(B, rows, rbase, ch, ci, w, sets, out, m, dcounts, view)")
-        lines.append("        if status != OK:")
-        lines.append("            return status, m")
-    lines.append("    return OK, m\n")
-    parts.append("\n".join(lines))
     return "".join(parts)
 
 
-def plan_source(views: list[tuple[str, list[int], int]], max_arity: int, width: int) -> str:
+def plan_source(views: list[tuple[str, list[int], int, list[int]]], max_arity: int, width: int) -> str:
     """The module of a plan's driver (``run``, ``edge_run``) over its views' modules:
     per view ``(module name, the plan's id of each of its relations, its first row in
-    rows)``."""
-    imports = "".join(f"import {name} as _v{v}\n" for v, (name, _, _) in enumerate(views))
+    rows, the view's relation of each term)``. A change of relation ``rel`` runs, in
+    ``_terms``, every term of every view whose delta atom is over ``rel``: the terms are
+    called from here directly, since each level of calls between them and ``run`` would
+    have LLVM optimise their code once more on a cold start."""
+    imports = "".join(f"import {name} as _v{v}\n" for v, (name, _, _, _) in enumerate(views))
     lines = []
-    for v, (_, rels, rbase) in enumerate(views):
-        for lrel, rel in enumerate(rels):
-            lines.append(f"    if rel == {rel}:")
-            lines.append(f"        status, m = _v{v}.dispatch(B, rows, {rbase}, ch, ci, {lrel}, w, sets, out, m, dcounts, "
-                         f"{v})")
+    for rel in sorted({r for _, rels, _, _ in views for r in rels}):
+        calls = [(v, t, rbase) for v, (_, rels, rbase, term_rels) in enumerate(views)
+                 for t, lrel in enumerate(term_rels) if rels[lrel] == rel]
+        if not calls:
+            continue
+        lines.append(f"    if rel == {rel}:")
+        for v, t, rbase in calls:
+            lines.append(f"        status, m = _v{v}._t{t}(B, rows, {rbase}, ch, ci, w, sets, out, m, dcounts, {v})")
             lines.append("        if status != OK:")
             lines.append("            return status, m")
     dispatch = "\n".join(lines) if lines else "    pass"
@@ -510,6 +508,6 @@ def compile_plan(terms: list[TermSpec], max_arity: int, width: int):
         mine = [t for t in terms if t.view == v]
         local, rels = _local(mine)
         mod = _load("view", view_source(local))
-        views.append((mod.__name__, rels, first))
+        views.append((mod.__name__, rels, first, [t.rel for t in local]))
         first += sum(len(t.atoms) for t in mine)
     return _load("plan", plan_source(views, max_arity, width))
