@@ -222,6 +222,8 @@ class ChangePlan:
         self.rows = np.array(rows_of(terms), dtype=np.int64)
         self.counts = np.zeros(len(self.joins) + 1, dtype=np.int64)
         self._dcounts = np.zeros(len(self.joins) + 1, dtype=np.int64)  # run_edges' scratch
+        self._no_changes = np.empty((0, max_arity + 2), dtype=np.int64)  # the kernel's ch, ins, dels
+        self._no_edges = np.empty((0, 2), dtype=np.int64)               # when not given
         self.generation = store.block.generation
 
     def current(self) -> bool:
@@ -241,13 +243,13 @@ class ChangePlan:
         done). The counts are updated. Raises ``WeightOverflowError`` (nothing changed)."""
         dcounts = self._dcounts
         dcounts.fill(0)
-        bad, n_primary, ch, status, *out = self.kernels.edge_run(self.store.block.array, self.layout, self.rows, ins,
-                                                                 dels, dcounts, self.counts, self.sets)
+        bad, n_primary, ch, *out = self.kernels.run(self.store.block.array, self.layout, self.rows,
+                                                    self._no_changes, ins, dels, 0, dcounts, self.counts, self.sets)
         if bad >= 0:
             return bad, None, None
-        if status != OK:
-            out = self._resume((status, *out), ch, dcounts)[1:]
-        return -1, (ch[:n_primary, 2:4], ch[:n_primary, 1]), self._split(out[4])
+        if out[0] != OK:
+            out = self._resume(out, ch, dcounts)
+        return -1, (ch[:n_primary, 2:4], ch[:n_primary, 1]), self._split(out[5])
 
     def run_stream(self, edges: np.ndarray, bounds: np.ndarray, tcounts: np.ndarray, seconds: np.ndarray):
         """Ticks of edge changes, each as ``run_edges`` does it, in as few kernel calls as
@@ -289,11 +291,16 @@ class ChangePlan:
         """A tick of prepared changes: rows ``(relation id, weight, row...)`` (the row in
         natural order, padded to the widest arity); per view ``(keys, weights)``."""
         dcounts = np.zeros_like(self.counts)
-        out = self.kernels.run(self.store.block.array, self.layout, self.rows, ch, 0, dcounts, self.counts,
-                               self.sets)
+        out = self._run(ch, 0, dcounts)
         if out[0] != OK:
             out = self._resume(out, ch, dcounts)
         return self._split(out[5])
+
+    def _run(self, ch, start: int, dcounts):
+        """The kernel on the prepared changes ``ch`` from ``start`` on: ``(status, change,
+        level, need, state row, out)`` (``wcoj.kernels.tick``)."""
+        return tuple(self.kernels.run(self.store.block.array, self.layout, self.rows, ch, self._no_edges,
+                                      self._no_edges, start, dcounts, self.counts, self.sets)[3:])
 
     def _resume(self, out, ch, dcounts):
         """Grow tries and call again until the tick is done (Ctrl-C deferred: the tick is
@@ -304,8 +311,7 @@ class ChangePlan:
                 _, i, level, need, off = out[:5]
                 parts.append(out[5])
                 self.tries[off].make_room(int(level), int(need))
-                out = self.kernels.run(self.store.block.array, self.layout, self.rows, ch, i, dcounts, self.counts,
-                                       self.sets)
+                out = self._run(ch, i, dcounts)
         if out[0] != OK:
             i = int(out[1])
             raise WeightOverflowError(f"a weight does not fit in int64 at the change of row "

@@ -284,10 +284,25 @@ def _terms(B, rows, ch, ci, w, sets, out, m, dcounts):
 
 
 @kernel
-def run(B, layout, rows, ch, start, dcounts, counts, sets):
-    """The changes ``start ..`` of ``ch`` (rows ``(relation, weight, row...)``):
-    ``(status, change, level, need, state row, out)`` (see ``wcoj.kernels.tick``),
-    ``out`` rows ``(view, keys..., weight)``, consolidated when ``status`` is ``OK``."""
+def run(B, layout, rows, ch, ins, dels, start, dcounts, counts, sets):
+    """The changes ``start ..`` of ``ch`` (rows ``(relation, weight, row...)``), or, when
+    ``ins`` or ``dels`` holds an edge, a graph tick of those edge inserts and deletes
+    (``ch`` empty, ``start`` 0; its changes are made here, ``edge_changes``, and the
+    primary relation's row count change goes to ``dcounts[-1]``). One kernel for both,
+    so a cold start compiles the tick's code once. Returns ``(bad, n_primary, ch,
+    status, change, level, need, state row, out)``: ``bad`` >= 0 the position of an id
+    out of range (nothing done); ``ch`` the changes run; the rest as in
+    ``wcoj.kernels.tick``, ``out`` rows ``(view, weight, keys...)``, consolidated when
+    ``status`` is ``OK``."""
+    n_primary = 0
+    if ins.shape[0] + dels.shape[0] > 0:
+        bad, ch, n_primary = edge_changes(layout, B, ins, dels)
+        if bad >= 0:
+            return bad, 0, ch, OK, 0, 0, 0, 0, np.empty((0, {width} + 2), dtype=np.int64)
+        total = 0
+        for i in range(n_primary):
+            total += ch[i, 1]
+        dcounts[dcounts.shape[0] - 1] = total
     rel_idx, idx_state = _sec(layout, 0), _sec(layout, 1)
     mx = {max_arity}
     n = ch.shape[0]
@@ -322,49 +337,33 @@ def run(B, layout, rows, ch, start, dcounts, counts, sets):
                 if status == NEED_ROOM:
                     for v in range(dcounts.shape[0]):
                         dcounts[v] = saved[v]
-                    return NEED_ROOM, i, level, need, idx_state[rel_idx[rel] + done], out[:m0]
+                    return -1, n_primary, ch, NEED_ROOM, i, level, need, idx_state[rel_idx[rel] + done], out[:m0]
         if status != OK:
             undo_changes(B, layout, ch, i, path, prow, none)
             for v in range(dcounts.shape[0]):
                 dcounts[v] = 0
-            return OVERFLOW, i, 0, 0, 0, out[:0]
+            return -1, n_primary, ch, OVERFLOW, i, 0, 0, 0, out[:0]
         i += 1
     for v in range(dcounts.shape[0]):
         counts[v] += dcounts[v]
-    return OK, n, 0, 0, 0, consolidate(out, m)
-
-
-@kernel
-def edge_run(B, layout, rows, ins, dels, dcounts, counts, sets):
-    """A graph tick of edge inserts and deletes: ``(bad, n_primary, ch, status,
-    change, level, need, state row, out)``; ``bad`` >= 0: the position of an id out of
-    range (nothing done). The primary relation's row count change goes to
-    ``dcounts[-1]``."""
-    bad, ch, n_primary = edge_changes(layout, B, ins, dels)
-    if bad >= 0:
-        return bad, 0, ch, OK, 0, 0, 0, 0, np.empty((0, {width} + 2), dtype=np.int64)
-    total = 0
-    for i in range(n_primary):
-        total += ch[i, 1]
-    dcounts[dcounts.shape[0] - 1] = total
-    status, i, level, need, off, out = run(B, layout, rows, ch, 0, dcounts, counts, sets)
-    return -1, n_primary, ch, status, i, level, need, off, out
+    return -1, n_primary, ch, OK, n, 0, 0, 0, consolidate(out, m)
 
 
 @kernel
 def stream_run(B, layout, rows, edges, bounds, t0, dcounts, counts, sets, tcounts, stamps):
-    """Ticks ``t0 ..`` of a stream, each one ``edge_run``: tick ``t`` inserts
+    """Ticks ``t0 ..`` of a stream, each one graph tick of ``run``: tick ``t`` inserts
     ``edges[bounds[t, 0]:bounds[t, 1]]`` and deletes ``edges[bounds[t, 1]:bounds[t,
     2]]``; ``tcounts[t]`` gets ``counts`` after it and its number of changes of the
     primary relation, ``stamps[t]`` the cycle counter at
     its start and end (``memory.cycles``). Stops at the first tick not done:
     ``(t, bad, n_primary, ch, status, change, level, need, state row, out, done)``
-    with ``t`` that tick (``len(bounds)`` when all are done), the rest ``edge_run``'s
+    with ``t`` that tick (``len(bounds)`` when all are done), the rest ``run``'s
     for it, and ``done`` the rows ``(tick, view, weight, keys...)`` of the ticks before."""
     done = np.empty((256, {width} + 3), dtype=np.int64)
     m = 0
     now = cycles()
     row = np.zeros((1, {max_arity} + 2), dtype=np.int64)
+    ch0 = np.empty((0, {max_arity} + 2), dtype=np.int64)
     T = bounds.shape[0]
     for t in range(t0, T):
         stamps[t, 0] = now
@@ -374,9 +373,9 @@ def stream_run(B, layout, rows, edges, bounds, t0, dcounts, counts, sets, tcount
             prefetch_edge(B, layout, row, edges, bounds[t + 1, 0], True)
         for v in range(dcounts.shape[0]):
             dcounts[v] = 0
-        bad, n_primary, ch, status, i, level, need, off, out = edge_run(
-            B, layout, rows, edges[bounds[t, 0]:bounds[t, 1]], edges[bounds[t, 1]:bounds[t, 2]], dcounts, counts,
-            sets)
+        bad, n_primary, ch, status, i, level, need, off, out = run(
+            B, layout, rows, ch0, edges[bounds[t, 0]:bounds[t, 1]], edges[bounds[t, 1]:bounds[t, 2]], 0, dcounts,
+            counts, sets)
         now = cycles()
         stamps[t, 1] = now
         if bad >= 0 or status != OK:
@@ -442,7 +441,7 @@ def view_source(terms: list[TermSpec]) -> str:
 
 
 def plan_source(views: list[tuple[str, list[int], int, list[int]]], max_arity: int, width: int) -> str:
-    """The module of a plan's driver (``run``, ``edge_run``) over its views' modules:
+    """The module of a plan's driver (``run``, ``stream_run``) over its views' modules:
     per view ``(module name, the plan's id of each of its relations, its first row in
     rows, the view's relation of each term)``. A change of relation ``rel`` runs, in
     ``_terms``, every term of every view whose delta atom is over ``rel``: the terms are
@@ -500,7 +499,7 @@ def _load(kind: str, src: str):
 
 
 def compile_plan(terms: list[TermSpec], max_arity: int, width: int):
-    """The module holding the plan's ``run`` and ``edge_run`` kernels (see the module
+    """The module holding the plan's ``run`` and ``stream_run`` kernels (see the module
     docstring): one module per view (shared by every plan holding that view) and a
     driver for the plan. ``rows``: ``rows_of(terms)``."""
     views, first = [], 0
