@@ -17,5 +17,11 @@ Keeping a cold start short (``./dev bench first_use``; Numba's compile events,
   Numba's shape-mismatch message, seconds of string formatting per kernel;
 * leave inlining to LLVM (a row kernel called from another is linked in and inlined
   there); ``inline="always"`` retypes the callee at every call site and is kept only for
-  a few one-line helpers on the hottest paths.
+  a few one-line helpers on the hottest paths;
+* a helper only kernels call is a ``row_kernel``: it gets no wrapper for calls from
+  Python, which for helpers of many array arguments cost as much to compile as the
+  helper (tests call one through a shim made on first use);
+* keep call chains short: a kernel links in everything it calls and LLVM optimises that
+  code again at every level, so each level between the generated tick's terms and its
+  ``run`` cost seconds on a cold start.
 """
