@@ -8,7 +8,7 @@ import queries.circuits
 from queries.database import Database
 from tests.queries.datalog_evaluator import oracle_q
 from tests.queries.datalog_oracle import MOVIES, Movies
-from wcoj.errors import NoFixedPointError, QueryError
+from wcoj.errors import ArityMismatchError, NoFixedPointError, QueryError
 
 movies_only = pytest.mark.skipif(not MOVIES.exists(), reason="../shared/data/movies is absent")
 
@@ -58,6 +58,30 @@ def test_a_collection_of_tuples_as_a_second_source(mdb, movies):
     assert oracle_q(mdb, query, ratings) == {("The Terminator", 8), ("Alien", 9)}
     with pytest.raises(QueryError, match="collection of tuples"):
         mdb.q(query, 42)
+
+
+def test_a_collection_source_has_the_width_of_its_tuples():
+    """Datomic matches a pattern over a collection of tuples position by position, so
+    the pattern may be as wide as the tuples (1 or 6 here, where a database pattern has 2
+    to 5 terms) or narrower; q, a view and the plain-Python evaluator agree."""
+    db = Database()
+    db.transact('[{:db/ident :name :db/valueType :db.type/string :db/cardinality :db.cardinality/one}]')
+    db.transact('[{:name "a"} {:name "b"}]')
+    ones = '[:find ?n ?x :in $ $xs :where [?e :name ?n] [$xs ?x]]'
+    view = db.view(ones, [[1], [2]])
+    expect = {(n, x) for n in "ab" for x in (1, 2)}
+    assert db.q(ones, [[1], [2]]) == view.result() == oracle_q(db, ones, [[1], [2]]) == expect
+    db.transact('[{:name "c"}]')
+    assert view.result() == db.q(ones, [[1], [2]]) == expect | {("c", 1), ("c", 2)}
+    wide = '[:find ?n ?f :in $ $t :where [?e :name ?n] [$t ?n _ _ _ _ ?f]]'
+    rows = [("a", 1, 2, 3, 4, 5), ("z", 1, 2, 3, 4, 6)]
+    assert db.q(wide, rows) == oracle_q(db, wide, rows) == {("a", 5)}
+    prefix = '[:find ?n :in $ $t :where [$t ?n]]'  # narrower: the other positions are blank
+    assert db.q(prefix, rows) == {("a",), ("z",)}
+    with pytest.raises(ArityMismatchError, match=r"\[\$t\] has no terms"):
+        db.q('[:find ?x :in $ $t :where [$t]]', rows)
+    with pytest.raises(QueryError, match="has 7 terms but the tuples of \\$t have 6"):
+        db.q('[:find ?x :in $ $t :where [$t ?x _ _ _ _ _ _]]', rows)
 
 
 def test_a_ground_not_join_beside_a_recursive_rule():
