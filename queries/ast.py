@@ -329,11 +329,11 @@ class PullAttr(_Node):
 
     @property
     def key(self) -> str:
-        """The attribute as written, e.g. ``:movie/_cast``."""
+        """The attribute as written, e.g. ``:movie/_cast`` (``:_friend`` without a namespace)."""
         if not self.reverse:
             return self.attr
         k = Keyword(self.attr)
-        return f":{k.namespace}/_{k.name}"
+        return f":{k.namespace}/_{k.name}" if k.namespace else f":_{k.name}"
 
     def edn(self) -> str:
         opts = [(":limit", self.limit), (":default", self.default), (":as", self.alias)]

@@ -66,7 +66,7 @@ def _pull_attr(x: Any, form: Any) -> PullAttr:
     limit = opts.get(":limit")
     if limit is not None and not (type(limit) is int and limit >= 0):
         raise QueryError(f":limit must be a non-negative integer or nil in pull {_show(form)}")
-    reverse = bool(x.namespace) and x.name.startswith("_")
-    attr = f":{x.namespace}/{x.name[1:]}" if reverse else str(x)
+    reverse = x.name.startswith("_") and len(x.name) > 1  # :movie/_cast, or :_friend (as DataScript)
+    attr = (f":{x.namespace}/{x.name[1:]}" if x.namespace else f":{x.name[1:]}") if reverse else str(x)
     default = Const(hashable(opts[":default"])) if ":default" in opts else None
     return PullAttr(attr, reverse, limit, default, opts.get(":as"))

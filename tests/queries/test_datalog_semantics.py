@@ -84,6 +84,22 @@ def test_a_collection_source_has_the_width_of_its_tuples():
         db.q('[:find ?x :in $ $t :where [$t ?x _ _ _ _ _ _]]', rows)
 
 
+def test_pull_reads_a_reverse_reference_with_or_without_a_namespace():
+    """``:person/_friend`` (Datomic) and ``:_friend`` (DataScript, for an attribute without
+    a namespace) both give the entities whose attribute points here."""
+    db = Database()
+    db.transact('[{:db/ident :person/name :db/valueType :db.type/string :db/cardinality :db.cardinality/one}'
+                ' {:db/ident :person/friend :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}'
+                ' {:db/ident :friend :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}]')
+    db.transact('[{:db/id "a" :person/name "a"} {:db/id "b" :person/name "b" :person/friend "a" :friend "a"}'
+                ' {:db/id "c" :person/name "c" :person/friend ["a" "b"] :friend ["a" "b"]}]')
+    query = '[:find (pull ?e [:person/name {%s [:person/name]}]) . :where [?e :person/name "a"]]'
+    both = [{":person/name": "b"}, {":person/name": "c"}]
+    assert db.q(query % ":person/_friend")[":person/_friend"] == both
+    assert db.q(query % ":_friend")[":_friend"] == both
+    assert db.q(query % ":_friend") == oracle_q(db, query % ":_friend")
+
+
 def test_a_ground_not_join_beside_a_recursive_rule():
     db = Database()
     db.transact('[{:db/ident :x/a :db/valueType :db.type/string :db/cardinality :db.cardinality/one}'
