@@ -3,7 +3,9 @@
 Supports attributes, ``*``, ``:db/id``, reverse references (``:movie/_cast``), nested maps
 ``{attr sub-pattern}``, recursion (``{:movie/sequel ...}`` or a depth), and the options
 ``:limit``, ``:default`` and ``:as``. Reference values without a sub-pattern come back as
-``{":db/id": eid}``; cardinality-one attributes as one value, cardinality-many as a list.
+``{":db/id": eid}``, except components (``:db/isComponent``), which are pulled whole
+(``[*]``, their own components too), as in Datomic; cardinality-one attributes as one
+value, cardinality-many as a list.
 Keys are keywords (equal to their ``":ns/name"`` text).
 
 Relies on ``indexes.eav``, ``queries.ast``, ``queries.parse`` (patterns given as data) and
@@ -93,6 +95,8 @@ def _put(out: dict, store: EavStore, eid: int, attr: PullAttr, sub: Any,
             out[key] = attr.default.value
         return
     if is_ref:
+        if sub is None and schema.component and not attr.reverse:
+            sub = _WHOLE  # a component is part of its entity: pulled whole, as Datomic does
         values = [_ref(store, v, sub, parent, kind, seen | {eid}) for v in values]
         values = [v for v in values if v is not None]
         if not values:
@@ -100,9 +104,12 @@ def _put(out: dict, store: EavStore, eid: int, attr: PullAttr, sub: Any,
     out[key] = values if many else values[0]
 
 
+_WHOLE = PullPattern((PullWildcard(),))
+
+
 def _ref(store: EavStore, eid: int, sub: Any, parent: PullPattern, kind: str,
          seen: frozenset) -> Any:
-    if sub is None:
+    if sub is None or (sub is _WHOLE and eid in seen):  # (a component cycle: stop there)
         return {DB_ID: eid}
     if isinstance(sub, PullRecursion):
         if eid in seen:

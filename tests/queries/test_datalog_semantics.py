@@ -100,6 +100,37 @@ def test_pull_reads_a_reverse_reference_with_or_without_a_namespace():
     assert db.q(query % ":_friend") == oracle_q(db, query % ":_friend")
 
 
+def test_pull_returns_components_whole():
+    """A component (``:db/isComponent``) is part of its entity: pulled without a
+    sub-pattern, by name or by ``*``, it comes back whole, its own components too, as in
+    Datomic; other references stay ``{:db/id n}``, and a sub-pattern still chooses."""
+    db = Database()
+    db.transact('[{:db/ident :name :db/valueType :db.type/string :db/cardinality :db.cardinality/one}'
+                ' {:db/ident :addr :db/valueType :db.type/ref :db/cardinality :db.cardinality/one'
+                '  :db/isComponent true}'
+                ' {:db/ident :geo :db/valueType :db.type/ref :db/cardinality :db.cardinality/many'
+                '  :db/isComponent true}'
+                ' {:db/ident :city :db/valueType :db.type/string :db/cardinality :db.cardinality/one}'
+                ' {:db/ident :lat :db/valueType :db.type/long :db/cardinality :db.cardinality/one}'
+                ' {:db/ident :friend :db/valueType :db.type/ref :db/cardinality :db.cardinality/one}]')
+    r = db.transact('[{:db/id "b" :name "b"}'
+                    ' {:db/id "a" :name "a" :friend "b" :addr {:db/id "x" :city "x" :geo [{:db/id "g" :lat 5}]}}]')
+    a, b, x, g = (r.tempids[k] for k in "abxg")
+
+    def pulled(pattern):
+        return db.q(f'[:find (pull ?e {pattern}) . :where [?e :name "a"]]')
+
+    whole_addr = {":db/id": x, ":city": "x", ":geo": [{":db/id": g, ":lat": 5}]}
+    assert pulled("[*]") == {":db/id": a, ":name": "a", ":friend": {":db/id": b}, ":addr": whole_addr}
+    assert pulled("[:addr :friend]") == {":addr": whole_addr, ":friend": {":db/id": b}}
+    assert pulled("[{:addr [:city]}]") == {":addr": {":city": "x"}}
+    assert db.q('[:find (pull ?e [:_addr]) . :where [?e :city "x"]]') == {":_addr": {":db/id": a}}
+    view = db.view('[:find (pull ?e [:addr]) :where [?e :name "a"]]')
+    db.transact([[":db/add", x, ":city", "y"]])
+    assert view.result() == db.q('[:find (pull ?e [:addr]) :where [?e :name "a"]]')
+    assert view.result()[0][0][":addr"][":city"] == "y"
+
+
 def test_a_ground_not_join_beside_a_recursive_rule():
     db = Database()
     db.transact('[{:db/ident :x/a :db/valueType :db.type/string :db/cardinality :db.cardinality/one}'
