@@ -37,6 +37,7 @@ from typing import Any
 import re2
 
 from queries.ast import AGGREGATES
+from queries.edn import Keyword
 from wcoj.errors import QueryError, excerpt
 
 __all__ = ["FUNCTIONS", "DB_FUNCTIONS", "Registry", "call", "is_known", "compare", "aggregate"]
@@ -204,6 +205,16 @@ def _times(*xs: Any) -> Any:
     return out
 
 
+def _keyword(*parts: Any) -> Keyword:
+    """``(keyword "a")`` is ``:a``, ``(keyword "ns" "a")`` is ``:ns/a`` (a keyword stays
+    itself), as in Clojure."""
+    if len(parts) == 1 and isinstance(parts[0], Keyword):
+        return parts[0]
+    if not 1 <= len(parts) <= 2 or not all(isinstance(p, str) for p in parts):
+        raise QueryError(f"keyword takes a name, or a namespace and a name, as strings; got {excerpt(parts)}")
+    return Keyword(":" + "/".join(parts))
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "=": _eq, "==": _chain(operator.eq),
     "not=": lambda *xs: not _eq(*xs), "!=": lambda *xs: not _eq(*xs),
@@ -232,7 +243,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "clojure.string/upper-case": lambda s: s.upper(),
     "name": lambda k: k.name if hasattr(k, "name") else str(k),
     "namespace": lambda k: getattr(k, "namespace", None),
-    "keyword": lambda *xs: "/".join(xs),
+    "keyword": _keyword,
     "sqrt": math.sqrt, "double": float, "long": int,
     "compare": lambda a, b: (a > b) - (a < b),
 }

@@ -131,6 +131,20 @@ def test_pull_returns_components_whole():
     assert view.result()[0][0][":addr"][":city"] == "y"
 
 
+def test_keyword_makes_keywords_that_match_keyword_values():
+    """``(keyword "a")`` is ``:a`` and ``(keyword "ns" "a")`` is ``:ns/a``, as in Clojure,
+    so a keyword made in a query joins with stored keyword values."""
+    db = Database()
+    db.transact('[{:db/ident :name :db/valueType :db.type/string :db/cardinality :db.cardinality/one}'
+                ' {:db/ident :tag :db/valueType :db.type/keyword :db/cardinality :db.cardinality/many}]')
+    db.transact('[{:name "a" :tag [:a :t/b]} {:name "b" :tag [:a]}]')
+    query = '[:find ?n :where [?e :name ?n] [(keyword ?n) ?k] [?e :tag ?k]]'
+    assert db.q(query) == oracle_q(db, query) == {("a",)}
+    assert db.q('[:find ?k . :where [?e :name "a"] [(keyword "t" "b") ?k] [?e :tag ?k]]') == ":t/b"
+    with pytest.raises(QueryError, match="keyword takes a name"):
+        db.q('[:find ?k :where [?e :name ?n] [(keyword 1) ?k]]')
+
+
 def test_a_ground_not_join_beside_a_recursive_rule():
     db = Database()
     db.transact('[{:db/ident :x/a :db/valueType :db.type/string :db/cardinality :db.cardinality/one}'
