@@ -213,7 +213,7 @@ class IndexedZSet:
         total = int(cnt.sum())
         keys = np.empty((total, n_out), dtype=np.int64)
         w = np.empty(total, dtype=np.int64)
-        a_map, b_map = _join_maps(a.arity, nk, n_all, None if cols is None else cols.key)
+        a_map, b_map = _join_maps(a.arity, nk, n_all, None if cols is None else cols.cols)
         bi, bj = wk.cross_rows_into(a.keys, b.keys, sa[ia], ca[ia], sb[ib], cb[ib], a.weights, b.weights,
                                     a_map, b_map, keys, w)
         if bi >= 0:

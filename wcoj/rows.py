@@ -29,25 +29,24 @@ class Columns:
 
     >>> Columns([2, 0])(np.array([[1, 2, 3]])).tolist()
     [[3, 1]]
-    >>> Columns([2, 0]).then(Columns([1])).cols.tolist()
-    [0]
+    >>> Columns([2, 0]).then(Columns([1])).cols
+    (0,)
     """
 
-    __slots__ = ("cols", "key")
+    __slots__ = ("cols",)
 
     def __init__(self, cols):
-        self.cols = np.asarray(cols, dtype=np.int64).reshape(-1)
-        self.key = tuple(self.cols.tolist())
+        self.cols = tuple(int(c) for c in cols)
 
     def __call__(self, keys: I64) -> I64:
-        return keys[:, self.cols]
+        return keys[:, list(self.cols)]
 
     def then(self, other: Columns) -> Columns:
         """This projection followed by ``other``."""
-        return Columns(self.cols[other.cols])
+        return Columns(self.cols[c] for c in other.cols)
 
     def __repr__(self) -> str:
-        return f"Columns({self.cols.tolist()})"
+        return f"Columns({list(self.cols)})"
 
 
 class Packing:
