@@ -243,8 +243,7 @@ class ChangePlan:
         done). The counts are updated. Raises ``WeightOverflowError`` (nothing changed)."""
         dcounts = self._dcounts
         dcounts.fill(0)
-        bad, n_primary, ch, *out = self.kernels.run(self.store.block.array, self.layout, self.rows,
-                                                    self._no_changes, ins, dels, 0, dcounts, self.counts, self.sets)
+        bad, n_primary, ch, *out = self._call(self._no_changes, ins, dels, 0, dcounts)
         if bad >= 0:
             return bad, None, None
         if out[0] != OK:
@@ -296,11 +295,16 @@ class ChangePlan:
             out = self._resume(out, ch, dcounts)
         return self._split(out[5])
 
+    def _call(self, ch, ins, dels, start: int, dcounts):
+        """The plan's ``run`` kernel: on the prepared changes ``ch`` from ``start`` on, or
+        on a graph tick's edges ``ins``/``dels`` (``ch`` empty)."""
+        return self.kernels.run(self.store.block.array, self.layout, self.rows, ch, ins, dels, start, dcounts,
+                                self.counts, self.sets)
+
     def _run(self, ch, start: int, dcounts):
-        """The kernel on the prepared changes ``ch`` from ``start`` on: ``(status, change,
-        level, need, state row, out)`` (``wcoj.kernels.tick``)."""
-        return tuple(self.kernels.run(self.store.block.array, self.layout, self.rows, ch, self._no_edges,
-                                      self._no_edges, start, dcounts, self.counts, self.sets)[3:])
+        """``_call`` on prepared changes: ``(status, change, level, need, state row,
+        out)`` (``wcoj.kernels.tick``)."""
+        return tuple(self._call(ch, self._no_edges, self._no_edges, start, dcounts)[3:])
 
     def _resume(self, out, ch, dcounts):
         """Grow tries and call again until the tick is done (Ctrl-C deferred: the tick is
