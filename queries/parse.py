@@ -143,8 +143,7 @@ def _clause(x: Any, in_or: bool = False) -> Any:
         if src != DEFAULT_SRC:  # a collection of tuples: any width (checked against its tuples when bound)
             if not terms:
                 raise _arity(_edn(x), 1, 0, f"data pattern {_show(x)} has no terms; expected at least one")
-            return Pattern(tuple(_term(t, x) for t in terms), src)
-        if not 2 <= len(terms) <= 5:
+        elif not 2 <= len(terms) <= 5:
             expected = 2 if len(terms) < 2 else 5
             raise _arity(_edn(x), expected, len(terms),
                          f"data pattern {_show(x)} has {len(terms)} element"
