@@ -272,18 +272,20 @@ class Binder:
 class Inputs:
     """The values given to ``q``/``view``, matched with the query's ``:in``.
 
-    ``bindings`` pairs each binding form with its value, ``rules`` holds the parsed rules
+    ``q`` may leave out the database, the first ``$`` (``implicit_db``; a nested ``q`` passes
+    every input). ``bindings`` pairs each binding form with its value, ``rules`` holds the parsed rules
     of ``%``, and ``sources`` the data sources other than the database (``$2``: a
     collection of tuples) by name.
     """
 
     __slots__ = ("bindings", "rules", "sources")
 
-    def __init__(self, query: Query, inputs: tuple):
+    def __init__(self, query: Query, inputs: tuple, implicit_db: bool = True):
         from queries.parse import check_rules, parse_rules
         declared = list(query.inputs)
         values = list(inputs)
-        if declared and isinstance(declared[0], SrcVar) and len(values) == len(declared) - 1:
+        if implicit_db and declared and isinstance(declared[0], SrcVar) \
+                and len(values) == len(declared) - 1:
             values = [None] + values  # the database itself is implicit for the first $
         if len(values) != len(declared):
             raise QueryError(f"the query declares {len(declared)} inputs (:in "

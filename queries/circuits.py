@@ -53,6 +53,7 @@ from queries.clauses import (
 from queries.functions import DB_FUNCTIONS, FUNCTIONS, call
 from queries.refresh import Refresh
 from queries.rewrite import rewrite
+from queries.subquery import Subquery
 from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
 from wcoj.config import RECURSION_LIMIT
 from wcoj.errors import CircuitError, NoFixedPointError, QueryError, UnboundVariableError
@@ -155,6 +156,9 @@ class CompiledView:
 
     def __init__(self, ev: Binder, query: Query, table: Table, rules: list[Rule]):
         self.ev, self.store, self.query = ev, ev.store, query
+        self.given_rules = list(rules)  # what a nested q's % passes on
+        self.volatile = False  # a nested q reads the whole database: refresh every transaction
+        self._subqueries: list[Subquery] = []
         # demand: bound arguments of rule calls restrict the rules (queries.magic)
         query, rules = magic.rewrite(query, rules, table.vars if len(table.rows) == 1 else ())
         self.rules: dict[str, list[Rule]] = {}
@@ -216,11 +220,12 @@ class CompiledView:
         finally:
             self.initial, self.over = False, "prev"
 
-    def first_tick(self) -> ZSet:
-        """The rows over the committed state, leaving the circuit as it was before (so a
-        cached circuit answers ``q`` again, and holds no state between answers)."""
+    def first_tick(self, over: str = "prev") -> ZSet:
+        """The rows over the committed state (``over="curr"``: with the staged changes),
+        leaving the circuit as it was before (so a cached circuit answers ``q`` again, and
+        holds no state between answers)."""
         try:
-            return self.start()
+            return self.start(over)
         finally:
             self.root._state, self.root.time = None, 0
 
@@ -236,12 +241,12 @@ class CompiledView:
         ``q`` takes; the result is then ``(whole new answer, undo, True)``."""
         given = {name: rel.delta for name, rel in self.relations.items()
                  if not rel.delta_is_empty()}
-        if not given:
+        if not given and not (self.volatile and self.store.changed):
             return None
         undo = (self.root._state, self.root.time)  # states are immutable values
         changed = sum(len(z) for z in given.values())
         read = self._rows_read("prev")
-        if not self.refresh.wanted(changed, read):
+        if not self.volatile and not self.refresh.wanted(changed, read):
             t0 = time.perf_counter()
             z = self._step(given)
             self.refresh.stepped(time.perf_counter() - t0, changed, read)
@@ -261,6 +266,8 @@ class CompiledView:
         return n
 
     def _step(self, given: dict) -> ZSet:
+        for sub in self._subqueries:
+            sub.clear()
         try:
             return self.root.step(given)["out"]
         except CircuitError as e:
@@ -399,7 +406,14 @@ class CompiledView:
             return self.row_map(cur, self._filter(x, cur.vars), cur.vars)
         if isinstance(x, FnCall):
             new = sorted(v.name for v in free_vars(x.binding) if v.name not in cur.vars)
-            return self.row_map(cur, self._fn(x, cur.vars, new), cur.vars + tuple(new))
+            value = None
+            if x.fn == "q":
+                value = Subquery(self, x, cur.vars)
+                self._subqueries.append(value)
+                self.volatile = True
+                self.notes.append(f"nested q, its first tick per distinct inputs: {x} (a view "
+                                  f"of it re-runs its first tick every transaction)")
+            return self.row_map(cur, self._fn(x, cur.vars, new, value), cur.vars + tuple(new))
         if isinstance(x, Not):
             left = self.distinct(cur)
             sub = self.conj(x.clauses, left, c, env)
@@ -450,14 +464,21 @@ class CompiledView:
             return [ids] if _truthy(call(x.fn, [g(vals) for g in args], registry)) else []
         return fn
 
-    def _fn(self, x: FnCall, vars_: tuple, new: list[str]) -> Callable:
-        args = _arg_getters(x.args, vars_)
+    def _fn(self, x: FnCall, vars_: tuple, new: list[str],
+            value: Callable[[list], Any] | None = None) -> Callable:
+        """The row map of ``[(f ...) binding]``; ``value(vals)`` is f's value (default: the
+        function called on its arguments)."""
         encode, registry = self.ev.encode, self.ev.registry
         pos = {v: i for i, v in enumerate(vars_)}
+        if value is None:
+            args = _arg_getters(x.args, vars_)
+
+            def value(vals: list) -> Any:
+                return call(x.fn, [g(vals) for g in args], registry)
 
         def fn(ids: list, vals: list) -> list:
             out = []
-            for alt in _bind(x.binding, call(x.fn, [g(vals) for g in args], registry)):
+            for alt in _bind(x.binding, value(vals)):
                 if any(k in pos and ids[pos[k]] != encode(k, v) for k, v in alt.items()):
                     continue
                 out.append(tuple(ids) + tuple(encode(k, alt[k]) for k in new))

@@ -61,7 +61,7 @@ from indexes.index import Relation
 from queries.bind import Binder, Inputs, bind_inputs
 from queries.aggregates import Groups
 from queries.circuits import CompiledView, compile_view
-from queries.results import Change, pulled, shape
+from queries.results import Change, answer, pulled, shape
 from queries.pull import pull
 from queries.edn import Keyword, loads
 from queries.functions import Registry
@@ -396,17 +396,7 @@ class Database:
             interner = self.store.interner
             marks = interner.marks()  # what q interns (inputs, computed values) it gives back
             try:
-                q, compiled = self._cached(query, inputs, marks)
-                z = compiled.first_tick()
-                if not compiled.aggregated:
-                    rows = [tuple(r) for r in interner.decode(z.keys).tolist()]
-                else:
-                    groups = Groups(q, compiled.cols, self.registry, interner)
-                    groups.apply(z)
-                    rows = groups.rows()
-                if any(isinstance(e, FindPull) for e in q.find.elements):
-                    rows = pulled(self.store, q, rows, "prev", inputs)
-                return shape(q, rows)
+                return answer(self._cached(query, inputs, marks)[1], inputs)
             finally:
                 if interner.marks() != marks:
                     interner.truncate(marks)

@@ -19,6 +19,7 @@ EDN                 Python
 ``#inst "..."``     timezone-aware UTC ``datetime``
 ``#uuid "..."``     ``uuid.UUID``
 ``#foo/bar x``      :class:`Tagged` ``(tag, value)`` unless a reader is given
+``'x``              ``(quote x)``, as Clojure reads it (Datomic's nested ``q``)
 ==================  =========================================================
 
 The reader tokenizes the whole text with one compiled regular expression and builds values
@@ -325,6 +326,13 @@ def dumps_safe(value: Any) -> str:
         return repr(value)
 
 
+_PREFIXES = ("#_", "#tag", "'")
+
+
+def _prefix(frame: list) -> str:
+    return excerpt("#" + frame[2], quote=False) if frame[0] == "#tag" else frame[0]
+
+
 def _deeper(stack: list, text: str, pos: int) -> None:  # before opening a form at pos
     if len(stack) >= MAX_DEPTH:
         raise _fail(f"forms nested more than {MAX_DEPTH} deep (offset {pos})", text, pos)
@@ -365,6 +373,14 @@ def _read(text: str, tag_readers: Mapping[str, Callable[[Any], Any]] | None,
             tok = m.group()
             if tok in cache:
                 value = cache[tok]
+            elif tok[0] == "'":  # 'x is (quote x): push the prefix, read x (or the rest)
+                rest = tok.lstrip("'")
+                for i in range(len(tok) - len(rest)):
+                    _deeper(stack, text, pos + i)
+                    stack.append(["'", pos + i, None])
+                if not rest:
+                    continue
+                value = _atom(rest, text, pos + len(tok) - len(rest), cache)
             elif tok[0] == "#":
                 if tok in _SYMBOLIC:
                     value = _SYMBOLIC[tok]
@@ -389,8 +405,8 @@ def _read(text: str, tag_readers: Mapping[str, Callable[[Any], Any]] | None,
             if not stack:
                 raise _fail(f"unbalanced '{tok}'", text, pos)
             frame = stack[-1]
-            if frame[0] in ("#_", "#tag"):
-                what = "#_" if frame[0] == "#_" else excerpt("#" + frame[2], quote=False)
+            if frame[0] in _PREFIXES:
+                what = _prefix(frame)
                 line, column = _where(text, frame[1])
                 raise _fail(f"'{tok}' where a form must follow {what} "
                             f"(line {line}, column {column})", text, pos)
@@ -421,6 +437,10 @@ def _read(text: str, tag_readers: Mapping[str, Callable[[Any], Any]] | None,
                 stack.pop()
                 value = _tag(frame, value, readers, text)
                 continue
+            if frame[0] == "'":
+                stack.pop()
+                value = EdnList((Symbol("quote"), value))
+                continue
             frame[2].append(value)
             break
         else:
@@ -429,8 +449,8 @@ def _read(text: str, tag_readers: Mapping[str, Callable[[Any], Any]] | None,
             top.append(value)
     if stack:
         frame = stack[-1]
-        if frame[0] in ("#_", "#tag"):
-            what = "#_" if frame[0] == "#_" else excerpt("#" + frame[2], quote=False)
+        if frame[0] in _PREFIXES:
+            what = _prefix(frame)
             raise _fail(f"unexpected end of input: {what} needs a form after it", text,
                         frame[1])
         raise _fail_opened("unexpected end of input", frame[0], text, frame[1])

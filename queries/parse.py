@@ -91,6 +91,19 @@ def _term(x: Any, form: Any) -> Term:
     return Const(hashable(x))
 
 
+def _args(call: EdnList, form: Any) -> tuple:
+    """A function's arguments; nested ``q`` takes a query first (text, a form, ``'form`` or
+    a variable; a constant is parsed here) and may pass the rules ``%`` on."""
+    if call[0] != "q" or len(call) < 2:
+        return tuple(_term(a, form) for a in call[1:])
+    query = call[1]
+    if isinstance(query, EdnList) and len(query) == 2 and query[0] == "quote":
+        query = query[1]
+    first = _term(query, form) if _is_sym(query, "?") else Const(parse_query(query))
+    return (first,) + tuple(RulesVar() if a == "%" and isinstance(a, Symbol) else _term(a, form)
+                            for a in call[2:])
+
+
 def _var(x: Any, form: Any) -> Var:
     if not _is_sym(x, "?"):
         raise _fail(f"expected a variable (?x) in {_show(form)}, found {_show(x)}")
@@ -131,7 +144,7 @@ def _clause(x: Any, in_or: bool = False) -> Any:
         call = x[0]
         if not call or not isinstance(call[0], Symbol) or _is_sym(call[0], "?"):
             raise _fail(f"expression {_show(x)} must start with a function name")
-        args = tuple(_term(a, x) for a in call[1:])
+        args = _args(call, x)
         if len(x) == 1:
             return Predicate(str(call[0]), args)
         if len(x) == 2:

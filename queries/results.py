@@ -2,10 +2,11 @@
 
 ``shape`` turns rows into what ``q`` returns (a set, a list, a tuple, a scalar, or maps
 for ``:keys``/``:strs``/``:syms``); ``pulled`` replaces entity ids by pulled maps;
-``Change`` is a view's change in one transaction, decoded when read.
+``Change`` is a view's change in one transaction, decoded when read; ``answer`` is all of it
+for a compiled query's first tick (what ``q`` and a nested ``q`` return).
 
-Relies on ``queries.pull`` and ``queries.functions`` (the order of values); used by
-``queries.database``.
+Relies on ``queries.pull``, ``queries.aggregates`` and ``queries.functions`` (the order of
+values); used by ``queries.database`` and ``queries.subquery``.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from typing import Any
 import numpy as np
 
 from indexes.eav import EavStore
+from queries.aggregates import Groups
 from queries.ast import BindScalar, FindColl, FindPull, FindScalar, FindTuple, Query, Var
 from queries.bind import Inputs
 from queries.edn import Keyword, Symbol
 from queries.functions import compare
 from queries.pull import pull
 
-__all__ = ["Change", "shape", "pulled"]
+__all__ = ["Change", "answer", "shape", "pulled"]
 
 
 class Change:
@@ -58,6 +60,22 @@ class Change:
 
     def __repr__(self) -> str:
         return f"Change(added={self.added!r}, removed={self.removed!r})"
+
+
+def answer(compiled: Any, inputs: tuple, over: str = "prev") -> Any:
+    """The first tick of ``compiled`` (a ``queries.circuits.CompiledView``) over the ``over``
+    version of its store, decoded, aggregated, pulled and shaped as ``q`` returns it."""
+    q, interner = compiled.query, compiled.store.interner
+    z = compiled.first_tick(over)
+    if not compiled.aggregated:
+        rows = [tuple(r) for r in interner.decode(z.keys).tolist()]
+    else:
+        groups = Groups(q, compiled.cols, compiled.ev.registry, interner)
+        groups.apply(z)
+        rows = groups.rows()
+    if any(isinstance(e, FindPull) for e in q.find.elements):
+        rows = pulled(compiled.store, q, rows, over, inputs)
+    return shape(q, rows)
 
 
 def pulled(store: EavStore, query: Query, rows: list, kind: str, inputs: tuple) -> list:

@@ -5,7 +5,8 @@ circuit ``queries.circuits`` compiles (``q`` is its first tick). Kept here, inde
 the circuits, to check them: it evaluates the ``:where`` clauses table by table (a table is
 variable names plus a set of rows of interned ids), data patterns with one batch generic
 join, ``not``/``or`` by set difference and union, database functions (``get-else``,
-``missing?``, ``get-some``) by reading the store per row, and rules bottom-up,
+``missing?``, ``get-some``) by reading the store per row, a nested ``q`` by evaluating
+itself over the same version of the store, and rules bottom-up,
 semi-naively, component by component. ``oracle_q(db, query, *inputs)`` answers like
 ``Database.q``.
 
@@ -22,7 +23,7 @@ from typing import Any
 from indexes.index import Relation
 from queries.ast import (
     Blank, Const, FindAggregate, FindPull, FnCall, Not, NotJoin, Or, OrJoin, Pattern,
-    Predicate, Query, Rule, RuleCall, SrcVar, Var, bound_vars, free_vars,
+    Predicate, Query, Rule, RuleCall, RulesVar, SrcVar, Var, bound_vars, free_vars,
 )
 from queries.bind import UNIT, Binder, Inputs, Table, bind_inputs
 from queries.clauses import (
@@ -112,6 +113,8 @@ class Evaluator(Binder):
                 out.append(a.value)
             elif isinstance(a, SrcVar):
                 out.append(a)
+            elif isinstance(a, RulesVar):
+                out.append([r for rs in self.rules.values() for r in rs])
             else:
                 out.append(None)
         return out
@@ -120,6 +123,11 @@ class Evaluator(Binder):
         values = self._args(args, vars_, row)
         if fn in DB_FUNCTIONS:
             return self._db_fn(fn, values)
+        if fn == "q":  # nested q: the oracle again, over the same version of the store
+            query, *inputs = values
+            inputs = [None if isinstance(x, SrcVar) and x.name == "$" else
+                      self.sources[x.name] if isinstance(x, SrcVar) else x for x in inputs]
+            return answer(self.store, self.kind, query, inputs, implicit_db=False)
         return call(fn, values)
 
     def _db_fn(self, fn: str, values: list) -> Any:
@@ -281,10 +289,15 @@ def find_rows(ev: Evaluator, query: Query, table: Table) -> list[tuple]:
 
 def oracle_q(db: Any, query: Any, *inputs: Any) -> Any:
     """``query`` answered by the oracle, shaped like ``Database.q``."""
+    return answer(db.store, "prev", query, inputs)
+
+
+def answer(store: Any, kind: str, query: Any, inputs: Any, implicit_db: bool = True) -> Any:
+    """``query`` over the ``kind`` version of ``store``, shaped like ``Database.q``."""
     from queries.results import shape as _shape
     q = query if isinstance(query, Query) else parse_query(query)
-    given = Inputs(q, inputs)
-    ev = Evaluator(db.store, "prev", q, given.rules, given.sources)
+    given = Inputs(q, tuple(inputs), implicit_db)
+    ev = Evaluator(store, kind, q, given.rules, given.sources)
     table = bind_inputs(ev, given)
     where = local_nots(q.where, table.vars)
     return _shape(q, find_rows(ev, q, ev.run(where, table)))

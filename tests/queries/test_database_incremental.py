@@ -69,6 +69,12 @@ QUERIES = {
                    ('[[(y ?a ?c) [?a :edge ?c]] [(y ?a ?c) [?a :edge ?b] (y ?b ?c)]'
                     ' [(z ?a ?b) (not-join [] [?g :w 3] [?g :g 1]) (y ?a ?b)]]',)),
     "pull": ('[:find (pull ?a [:name :w]) :where [?a :g 1]]', ()),
+    # nested q reads what the outer query does not: a change to :edge or :w alone changes it
+    "nested-count": ('[:find ?a ?n :where [?a :name _] '
+                     '[(q [:find (count ?b) . :in $ ?a :where [?a :edge ?b]] $ ?a) ?n]]', ()),
+    "nested-max": ("[:find ?a :where [(q '[:find (max ?w) . :where [_ :w ?w]] $) ?m] [?a :w ?m]]", ()),
+    "nested-rules": ('[:find ?a ?b :in $ % :where [?b :g 1] '
+                     '[(q [:find ?x ?y :in $ % :where (reach ?x ?y)] $ %) [[?a ?b]]]]', (LEFT,)),
 }
 
 

@@ -62,6 +62,9 @@ UTC = timezone.utc
         ("[1,2,,3]", [1, 2, 3]),
         ("##Inf", math.inf),
         ("##-Inf", -math.inf),
+        ("'x", EdnList([Symbol("quote"), Symbol("x")])),  # Clojure's quote, for nested q
+        ("['[1] a']", [EdnList([Symbol("quote"), [1]]), Symbol("a'")]),
+        ("''x", EdnList([Symbol("quote"), EdnList([Symbol("quote"), Symbol("x")])])),
     ],
 )
 def test_loads_worked_examples(text, expected):
@@ -250,6 +253,8 @@ def test_loads_raises_only_edn_syntax_errors(text):
         ('#uuid "nope"', r"bad #uuid value"),
         ("[1 #_]", r"'\]' where a form must follow #_ \(line 1, column 4\) at line 1, column 6"),
         ("#db/id", r"unexpected end of input: #db/id needs a form after it"),
+        ("[1 ']", r"'\]' where a form must follow ' \(line 1, column 4\) at line 1, column 5"),
+        ("'", r"unexpected end of input: ' needs a form after it"),
         ("::a", r"invalid keyword '::a'"),
         (":", r"invalid keyword ':'"),
         ("#1", r"invalid dispatch '#1'"),
