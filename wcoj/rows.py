@@ -6,7 +6,7 @@ one int64 each, which preserves the lexicographic order, so one ``argsort`` or
 ``searchsorted`` over a 1-d array replaces a ``lexsort`` over k columns. Otherwise the
 helpers fall back to ``np.lexsort`` and structured comparisons.
 
-Relies on numpy only. Used by ``wcoj.zset`` (consolidation, joins) and by the trie
+Relies on numpy, ``wcoj.config`` and the radix sort of ``wcoj.kernels.zsets``. Used by ``wcoj.zset`` (consolidation, joins) and by the trie
 indexes in ``indexes``.
 """
 
@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+
+from wcoj import config
+from wcoj.kernels.zsets import radix_sort_into
 
 __all__ = ["Columns", "Packing", "packing_for", "row_order", "packed_sort", "sorted_runs", "group_starts",
            "is_sorted_unique"]
@@ -145,12 +148,17 @@ def packing_for(arrays: list[I64]) -> Packing | None:
 def _sort_packed(packed: I64, n_bits: int, merge: bool) -> tuple[I64, I64]:
     """Stable sort of packed rows: ``(order, packed[order])``.
 
-    When the packed values leave room for the row index in 64 bits, sort
+    Many rows of few bits (``config.RADIX_MIN_ROWS``, ``RADIX_MAX_BITS``) take the radix
+    sort kernel. Otherwise, when the packed values leave room for the row index in 64 bits, sort
     ``packed << idx_bits | index`` as uint64 *values* (a SIMD sort, several times faster
     than ``argsort``); the index in the low bits makes it stable and gives the permutation.
     ``merge`` picks the run-adaptive sort (timsort), linear for two sorted runs.
     """
     n = packed.shape[0]
+    if not merge and n >= config.RADIX_MIN_ROWS and n_bits <= config.RADIX_MAX_BITS:
+        order, out = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        radix_sort_into(np.ascontiguousarray(packed), n_bits, order, out)
+        return order, out
     idx_bits = max((n - 1).bit_length(), 1)
     kind = "stable" if merge else None
     if n_bits + idx_bits > 64:

@@ -261,3 +261,23 @@ def test_cross_rows_into_equals_the_products_and_gathers_of_the_twin(runs):
         assert (int(bi), int(bj)) == (-1, -1)
     assert out_w[:len(twin)].tolist() == [w for _, _, w in twin]
     assert out_k[:len(twin)].tolist() == [ka[i].tolist() + kb[j, 1:].tolist() for i, j, _ in twin]
+
+
+@given(st.integers(0, 40).flatmap(lambda bits: st.tuples(
+    st.just(bits), st.lists(st.integers(0, (1 << bits) - 1), max_size=300))),
+    st.integers(0, 2))
+def test_radix_sort_is_numpys_stable_argsort(case, spread):
+    bits, values = case
+    packed = arr(values)
+    if spread == 1 and len(values):  # one digit varies, the others are equal: skipped passes
+        packed = (packed & 0x7FF) << min(22, max(bits - 11, 0))
+    elif spread == 2:  # many repeats: stability decides the order
+        packed = packed % 3
+    order, out = np.full(len(packed), SENTINEL), np.full(len(packed), SENTINEL)
+    passes = wk.radix_sort_into(packed, max(bits, 24 if spread == 1 else 0), order, out)
+    want = np.argsort(packed, kind="stable")
+    assert order.tolist() == want.tolist()
+    assert out.tolist() == packed[want].tolist()
+    assert passes <= max(1, -(-max(bits, 24) // wk.RADIX_DIGIT))
+    if spread == 2:  # only the lowest digit varies, if anything does: the others are skipped
+        assert passes == (len(set(packed.tolist())) > 1)
