@@ -16,9 +16,10 @@ import numpy as np
 import numpy.typing as npt
 
 from wcoj import config
-from wcoj.kernels.zsets import radix_sort_into
+from wcoj.kernels.memory import read_only
+from wcoj.kernels.zsets import column_bounds_into, pack_rows_into, radix_sort_into
 
-__all__ = ["Columns", "Packing", "packing_for", "row_order", "packed_sort", "sorted_runs", "group_starts",
+__all__ = ["Columns", "Packing", "packing_for", "row_order", "packed_sort", "sorted_runs", "column_bounds", "group_starts",
            "is_sorted_unique"]
 
 I64 = npt.NDArray[np.int64]
@@ -77,13 +78,8 @@ class Packing:
 
     def pack(self, keys: I64) -> I64:
         """Pack the rows of ``keys`` (which must lie within the packing's ranges)."""
-        n, k = keys.shape
-        out = np.zeros(n, dtype=np.int64)
-        tmp = np.empty(n, dtype=np.int64)
-        for j in range(k):  # in place: no temporary per column and operation
-            np.subtract(keys[:, j], self.lows[j], out=tmp)
-            np.left_shift(tmp, self.shifts[j], out=tmp)
-            np.bitwise_or(out, tmp, out=out)
+        out = np.empty(keys.shape[0], dtype=np.int64)
+        pack_rows_into(read_only(keys), read_only(self.lows), read_only(self.shifts), out)
         return out
 
     def unpack(self, packed: I64) -> I64:
@@ -107,16 +103,20 @@ class Packing:
         """True when every value of ``keys`` lies within the packing's per-column ranges."""
         if keys.shape[0] == 0 or keys.shape[1] == 0:
             return True
-        return bool(np.all(_column_mins(keys) >= self.lows) and np.all(_column_maxs(keys) <= self.highs))
+        lows, highs = column_bounds(keys)
+        return bool(np.all(lows >= self.lows) and np.all(highs <= self.highs))
 
 
-# Per column: numpy's axis-0 reductions over a narrow C-ordered matrix are ~10x slower.
-def _column_mins(a: I64) -> I64:
-    return np.array([a[:, j].min() for j in range(a.shape[1])], dtype=np.int64)
+def column_bounds(a: I64) -> tuple[I64, I64]:
+    """Per column of ``a`` (at least one row): its least and its greatest value, in one
+    pass over the rows (numpy's axis-0 reductions over a narrow matrix are ~10x slower).
 
-
-def _column_maxs(a: I64) -> I64:
-    return np.array([a[:, j].max() for j in range(a.shape[1])], dtype=np.int64)
+    >>> [b.tolist() for b in column_bounds(np.array([[3, 7], [1, 9]]))]
+    [[1, 7], [3, 9]]
+    """
+    lows, highs = np.empty(a.shape[1], dtype=np.int64), np.empty(a.shape[1], dtype=np.int64)
+    column_bounds_into(read_only(a), lows, highs)
+    return lows, highs
 
 
 def packing_for(arrays: list[I64]) -> Packing | None:
@@ -129,8 +129,9 @@ def packing_for(arrays: list[I64]) -> Packing | None:
     if not nonempty:
         z = np.zeros(k, dtype=np.int64)
         return Packing(z, z, z)
-    lows = np.min([_column_mins(a) for a in nonempty], axis=0).astype(np.int64)
-    highs = np.max([_column_maxs(a) for a in nonempty], axis=0).astype(np.int64)
+    bounds = [column_bounds(a) for a in nonempty]
+    lows = np.min([b[0] for b in bounds], axis=0).astype(np.int64)
+    highs = np.max([b[1] for b in bounds], axis=0).astype(np.int64)
     bits = []
     for lo, hi in zip(lows.tolist(), highs.tolist()):
         span = hi - lo  # Python ints: no wrap-around for extreme ranges

@@ -53,7 +53,9 @@ import numpy.typing as npt
 
 from wcoj.errors import ArityMismatchError, InputError
 from wcoj.indexed import IndexedZSet
-from wcoj.rows import Packing, _column_maxs, _column_mins, group_starts, packing_for, row_order
+from wcoj.kernels.memory import read_only
+from wcoj.kernels.zsets import match_ranges_into
+from wcoj.rows import Packing, column_bounds, group_starts, packing_for, row_order
 from wcoj.time import Box, Time, as_row
 from wcoj.zset import ZSet, consolidate_sorted_parts
 
@@ -118,8 +120,9 @@ class _Run:
         self._packing: Packing | None | bool = False  # packed on the first lookup
         self.packed = None
         times = z.keys[:, arity:]
-        self.tlo = tuple(_column_mins(times).tolist()) if len(z) else None
-        self.thi = tuple(_column_maxs(times).tolist()) if len(z) else None
+        lows, highs = column_bounds(times) if len(z) else (None, None)
+        self.tlo = tuple(lows.tolist()) if len(z) else None
+        self.thi = tuple(highs.tolist()) if len(z) else None
 
     def __len__(self) -> int:
         return self.n
@@ -147,8 +150,8 @@ class _Run:
         if self.packing is not None:
             ok = np.all((keys >= self.packing.lows) & (keys <= self.packing.highs), axis=1)
             q = self.packing.pack(keys[ok])
-            lo = np.searchsorted(self.packed, q, "left")
-            hi = np.searchsorted(self.packed, q, "right")
+            lo, hi = np.empty(len(q), dtype=np.int64), np.empty(len(q), dtype=np.int64)
+            match_ranges_into(read_only(self.packed), read_only(q), lo, hi)
             return ranges_to_indices(lo, hi)
         mine, theirs = row_ids(np.ascontiguousarray(self.z.keys[:, : self.n_key]), keys)
         return np.flatnonzero(np.isin(mine, theirs)).astype(np.int64)

@@ -17,7 +17,7 @@ from numba import njit
 from .memory import kernel, row_kernel
 
 __all__ = ["I64_MAX", "I64_MIN", "multiply_into", "segment_sum_into", "run_sums_into", "cross_multiply_into",
-           "sort_small_into", "radix_sort_into", "merge_rows_into", "sum_adjacent_into", "corner_sums_into", "cross_rows_into", "SMALL_ROWS"]
+           "sort_small_into", "radix_sort_into", "column_bounds_into", "pack_rows_into", "match_ranges_into", "merge_rows_into", "sum_adjacent_into", "corner_sums_into", "cross_rows_into", "SMALL_ROWS"]
 
 I64_MAX = np.iinfo(np.int64).max
 I64_MIN = np.iinfo(np.int64).min
@@ -276,6 +276,63 @@ def radix_sort_into(packed, n_bits, order, out):
         first = False
         left -= 1
     return n_active
+
+
+@kernel
+def column_bounds_into(keys, lows, highs):
+    """``lows[j]``, ``highs[j]``: the least and greatest value of column j of ``keys``
+    (at least one row), in one pass over the rows."""
+    k = keys.shape[1]
+    for j in range(k):
+        lows[j] = highs[j] = keys[0, j]
+    for i in range(1, keys.shape[0]):
+        for j in range(k):
+            x = keys[i, j]
+            if x < lows[j]:
+                lows[j] = x
+            elif x > highs[j]:
+                highs[j] = x
+
+
+@kernel
+def pack_rows_into(keys, lows, shifts, out):
+    """``out[i]``: row i packed, the OR over columns j of ``(keys[i, j] - lows[j]) <<
+    shifts[j]`` (``wcoj.rows.Packing``; every value within its column's range)."""
+    k = keys.shape[1]
+    for i in range(keys.shape[0]):
+        v = 0
+        for j in range(k):
+            v |= (keys[i, j] - lows[j]) << shifts[j]
+        out[i] = v
+
+
+@kernel
+def match_ranges_into(a, q, lo, hi):
+    """For sorted ``a`` and sorted ``q``: ``lo[i]``/``hi[i]`` the first position in ``a``
+    of a value ``>= q[i]``/``> q[i]`` (numpy's ``searchsorted`` left and right). One
+    forward cursor, moved by exponential then binary steps: O(|q| log(|a| / |q|))."""
+    n = a.shape[0]
+    p = 0
+    for i in range(q.shape[0]):
+        x = q[i]
+        for side in range(2):  # 0: first value >= x, 1: first value > x
+            if p < n and (a[p] < x or (side == 1 and a[p] == x)):
+                step, prev, cur = 1, p, p + 1
+                while cur < n and (a[cur] < x or (side == 1 and a[cur] == x)):
+                    prev, step = cur, step * 2
+                    cur = prev + step
+                lo_, hi_ = prev + 1, min(cur, n)  # a[prev] is before, a[hi_] (if any) not
+                while lo_ < hi_:
+                    mid = (lo_ + hi_) >> 1
+                    if a[mid] < x or (side == 1 and a[mid] == x):
+                        lo_ = mid + 1
+                    else:
+                        hi_ = mid
+                p = lo_
+            if side == 0:
+                lo[i] = p
+            else:
+                hi[i] = p
 
 
 @kernel

@@ -281,3 +281,32 @@ def test_radix_sort_is_numpys_stable_argsort(case, spread):
     assert passes <= max(1, -(-max(bits, 24) // wk.RADIX_DIGIT))
     if spread == 2:  # only the lowest digit varies, if anything does: the others are skipped
         assert passes == (len(set(packed.tolist())) > 1)
+
+
+@given(st.lists(st.tuples(int64s, int64s, int64s), min_size=1, max_size=30), st.booleans())
+def test_column_bounds_are_numpys_min_and_max(rows, strided):
+    keys = np.array(rows, np.int64)
+    if strided:  # a column slice of a wider matrix, as traces pass their time columns
+        keys = keys[:, 1:]
+    lows, highs = np.full(keys.shape[1], SENTINEL), np.full(keys.shape[1], SENTINEL)
+    wk.column_bounds_into(keys, lows, highs)
+    assert lows.tolist() == keys.min(axis=0).tolist()
+    assert highs.tolist() == keys.max(axis=0).tolist()
+
+
+@given(st.lists(st.tuples(st.integers(-50, 50), st.integers(0, 7)), max_size=30))
+def test_pack_rows_is_the_shifted_or_of_columns(rows):
+    keys = np.array(rows, np.int64).reshape(len(rows), 2)
+    lows, shifts = arr([-50, 0]), arr([3, 0])
+    out = np.full(len(rows), SENTINEL)
+    wk.pack_rows_into(keys, lows, shifts, out)
+    assert out.tolist() == [((a + 50) << 3) | b for a, b in rows]
+
+
+@given(st.lists(st.integers(-20, 20), max_size=60), st.lists(st.integers(-25, 25), max_size=30))
+def test_match_ranges_are_numpys_searchsorted(a, q):
+    a, q = np.sort(arr(a)), np.unique(arr(q))
+    lo, hi = np.full(len(q), SENTINEL), np.full(len(q), SENTINEL)
+    wk.match_ranges_into(a, q, lo, hi)
+    assert lo.tolist() == np.searchsorted(a, q, "left").tolist()
+    assert hi.tolist() == np.searchsorted(a, q, "right").tolist()
