@@ -98,6 +98,11 @@ def query_vars(clauses: Iterable[Any], store: EavStore) -> tuple[set[str], set[s
     return refs, attrs
 
 
+def _is_ident(value: Any) -> bool:
+    """A keyword (``:genre/drama``, or a string like it) naming an entity by ``:db/ident``."""
+    return isinstance(value, str) and len(value) > 1 and value[0] == ":"
+
+
 class Binder:
     """Ids for the values of a query (and its rules) over one view (``kind``) of ``store``."""
 
@@ -126,6 +131,8 @@ class Binder:
                 return self.store.interner.ref(value)
             if isinstance(value, (list, tuple)) and len(value) == 2:
                 return self.lookup_ref(value)
+            if _is_ident(value):
+                return self.lookup_ref((":db/ident", self.store.keyword(value)))  # named by its ident
         return self.store.interner.encode(value)
 
     def lookup_ref(self, ref: Any) -> int:
@@ -141,6 +148,8 @@ class Binder:
                 return self.store.interner.ref(value)
             if isinstance(value, (list, tuple)):
                 return self.lookup_ref(value)
+            if _is_ident(value):
+                return self.lookup_ref((":db/ident", self.store.keyword(value)))
         return self.store.interner.encode(value)
 
     def decode(self, ids: Any) -> list:
@@ -240,8 +249,10 @@ class Binder:
         if role == "e":
             if isinstance(value, (list, tuple)):
                 return self.lookup_ref(value)
+            if _is_ident(value):
+                return self.lookup_ref((":db/ident", self.store.keyword(value)))
             if type(value) is not int:
-                raise QueryError(f"entity position needs an entity id or lookup ref, "
+                raise QueryError(f"entity position needs an entity id, an ident or a lookup ref, "
                                  f"found {value!r}")
             return self.store.interner.ref(value)
         if role == "a":

@@ -71,10 +71,11 @@ from queries.transact import bulk, resolve
 from wcoj.errors import QueryError, ReadOnlyError, SchemaError
 from wcoj.zset import ZSet
 
-__all__ = ["Database", "View", "Report", "Change", "TX_INSTANT"]
+__all__ = ["Database", "View", "Report", "Change", "TX_INSTANT", "IDENT"]
 
 Q_CACHE = 64  # compiled circuits of q kept per database (least recently used first out)
 TX_INSTANT = ":db/txInstant"  # every transaction entity has one: its wall-clock instant
+IDENT = ":db/ident"  # an entity's keyword name (enumerations): unique, so [:db/ident :k] finds it
 
 @dataclass
 class Report:
@@ -234,6 +235,7 @@ class Database:
         self.registry = registry if registry is not None else Registry()
         self.store = EavStore(Keyword)
         self.store.install(Attribute(TX_INSTANT, "instant"))
+        self.store.install(Attribute(IDENT, "keyword", unique="identity"))
         self.views: dict[str, View] = {}
         self._names = itertools.count()
         self.n_tx = 0

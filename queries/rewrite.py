@@ -93,6 +93,9 @@ def _pattern(p: Pattern, store: Any) -> list:
     ref_value = (attr is not None and store is not None and store.has_attribute(attr)
                  and store.attribute(attr).value_type == "ref")
     for i in (0, 2):
+        if i < len(terms) and isinstance(terms[i], Const) and (i == 0 or ref_value) \
+                and isinstance(terms[i].value, Keyword):  # an entity named by its :db/ident
+            terms[i] = Const((":db/ident", terms[i].value))
         if i < len(terms) and isinstance(terms[i], Const) and _is_lookup_ref(terms[i].value) \
                 and (i == 0 or ref_value):
             ref_attr, value = terms[i].value

@@ -187,6 +187,14 @@ def _expand(store: EavStore, data: list) -> _Forms:
         if ":db/ident" in m and ":db/valueType" in m:   # Keyword keys equal their text
             _install(store, {str(_kw(k)): v for k, v in m.items()})
             return None
+        named = ":db/ident" in m and not store.has_attribute(str(_kw(m[":db/ident"])))
+        if named:  # an entity with a keyword name (an enumeration value), not an attribute
+            schema_keys = sorted(str(_kw(k)) for k in m if str(_kw(k)) in _SCHEMA_KEYS
+                                 and str(_kw(k)) not in (":db/ident", ":db/id", ":db/doc"))
+            if schema_keys:
+                raise SchemaError(f"{m[':db/ident']} has {', '.join(schema_keys)} but no "
+                                  ":db/valueType: an attribute needs one; an entity named by "
+                                  ":db/ident (an enumeration value) takes no schema keys")
         e = _tempid_key(m[":db/id"]) if ":db/id" in m else _TempId()
         if isinstance(e, list) and len(e) == 2:
             e = tuple(e)  # lookup ref
@@ -195,12 +203,15 @@ def _expand(store: EavStore, data: list) -> _Forms:
             if found is None:
                 found = keys[k] = None if str(_kw(k)) in _SCHEMA_KEYS else key_of(k)
             if found is None:
-                continue
+                if not (named and str(_kw(k)) == ":db/ident"):
+                    continue
+                found = key_of(k)
             attr, reverse, schema = found
             if isinstance(v, (set, frozenset)):
                 values = list(v)
             elif type(v) is list and (schema.many or schema.value_type == "ref") and \
-                    not (schema.value_type == "ref" and _lookup_like(v)):
+                    not (schema.value_type == "ref" and _lookup_like(v)
+                         and store.has_attribute(str(_kw(v[0])))):  # else two idents
                 values = v
             else:
                 values = (v,)
@@ -255,8 +266,11 @@ def entity_id(store: EavStore, x: Any, kind: str = "prev") -> int:
     """
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
         return int(x)
+    if _is_ident(x):
+        x = (":db/ident", Keyword(x))
     if not (isinstance(x, (list, tuple)) and len(x) == 2):
-        raise SchemaError(f"bad entity {x!r}; expected an entity id or a lookup ref [attr value]")
+        raise SchemaError(f"bad entity {x!r}; expected an entity id, an ident (:k) or a lookup "
+                          "ref [attr value]")
     attr = str(_kw(x[0]))
     schema = store.attribute(attr)
     if schema.unique is None:
@@ -266,6 +280,12 @@ def entity_id(store: EavStore, x: Any, kind: str = "prev") -> int:
         ids = store.entity_ids(attr, vid, kind) if vid >= 0 else ()
         return int(ids[0]) if len(ids) else -1
     return int(owners(store, attr, np.array([vid]))[0])
+
+
+def _is_ident(x: Any) -> bool:
+    """An entity named by its ``:db/ident`` keyword (``:genre/drama``; a string that starts
+    with ``:`` in Python data)."""
+    return isinstance(x, str) and len(x) > 1 and x[0] == ":"
 
 
 def _lookup_like(v: Any) -> bool:
@@ -289,6 +309,8 @@ class _Entities:
     def code(self, x: Any, entity: bool) -> int:
         """The code of one entity reference; ``entity``: it is in the entity position."""
         t = type(x)
+        if (t is str or t is Keyword) and _is_ident(x):
+            x, t = (":db/ident", Keyword(x)), tuple
         if t is str or t is Tagged or t is _TempId:
             if isinstance(x, Tagged):
                 x = _tempid_key(x)
@@ -335,8 +357,11 @@ class _Entities:
             out[js] = owners(self.store, attr, vids)   # a value never interned has none
         missing = np.flatnonzero(out < 0)
         if len(missing):
-            raise SchemaError(f"lookup ref {list(self.ref_forms[int(missing[0])])} matches no "
-                              "entity")
+            attr, value = self.ref_forms[int(missing[0])]
+            if attr == ":db/ident":
+                raise SchemaError(f"{value} names no entity: transact {{:db/ident {value}}} "
+                                  "before referring to it")
+            raise SchemaError(f"lookup ref {[attr, value]} matches no entity")
         return out
 
 
