@@ -73,6 +73,9 @@ def _tempid_key(x: Any) -> Any:
 def _install(store: EavStore, m: dict) -> None:
     ident = str(m[":db/ident"])
     vt = str(m.get(":db/valueType", ""))
+    if ":db/tupleAttrs" in m:  # accepted and ignored, the composite would silently stay empty
+        raise SchemaError(f"attribute {ident}: composite tuples (:db/tupleAttrs) are not "
+                          "supported; assert the tuple value yourself with :db.type/tuple")
     card = str(m.get(":db/cardinality", ":db.cardinality/one"))
     unique = m.get(":db/unique")
     if not vt.startswith(":db.type/"):

@@ -111,3 +111,4 @@ def test_a_view_finds_an_ident_transacted_after_it_was_registered(db):
     db.transact('[{:db/ident :genre/western}]')  # (as in Datomic: named in a later transaction)
     db.transact('[{:title "Rio Bravo" :genre :genre/western}]')
     assert v.result() == {("Rio Bravo",)} == db.q(v.query)
+
