@@ -76,6 +76,7 @@ class Attribute:
     many: bool = False
     unique: str | None = None   # "identity", "value" or None
     component: bool = False
+    tuple_attrs: tuple[str, ...] = ()  # a composite tuple: derived from these attributes
 
     def __post_init__(self) -> None:
         if not (isinstance(self.ident, str) and self.ident.startswith(":") and len(self.ident) > 1):

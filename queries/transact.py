@@ -41,6 +41,7 @@ I64 = npt.NDArray[np.int64]
 
 _SCHEMA_KEYS = {":db/ident", ":db/valueType", ":db/cardinality", ":db/unique", ":db/doc",
                 ":db/isComponent", ":db/index", ":db/fulltext", ":db/noHistory",
+                ":db/tupleAttrs", ":db/tupleTypes", ":db/tupleType",
                 ":db.install/_attribute", ":db/id"}
 _anon = itertools.count()
 
@@ -73,9 +74,6 @@ def _tempid_key(x: Any) -> Any:
 def _install(store: EavStore, m: dict) -> None:
     ident = str(m[":db/ident"])
     vt = str(m.get(":db/valueType", ""))
-    if ":db/tupleAttrs" in m:  # accepted and ignored, the composite would silently stay empty
-        raise SchemaError(f"attribute {ident}: composite tuples (:db/tupleAttrs) are not "
-                          "supported; assert the tuple value yourself with :db.type/tuple")
     card = str(m.get(":db/cardinality", ":db.cardinality/one"))
     unique = m.get(":db/unique")
     if not vt.startswith(":db.type/"):
@@ -86,11 +84,34 @@ def _install(store: EavStore, m: dict) -> None:
                           f":db.cardinality/many, got {card}")
     attr = Attribute(ident, vt.split("/", 1)[1], card.endswith("many"),
                      str(unique).split("/", 1)[1] if unique else None,
-                     bool(m.get(":db/isComponent")))
+                     bool(m.get(":db/isComponent")), _tuple_attrs(store, ident, vt, m))
     old = store.attributes.get(ident)
+    if old is not None and old.tuple_attrs != attr.tuple_attrs and ident in store.relations \
+            and len(store.relations[ident].contents()):
+        raise SchemaError(f"attribute {ident}: cannot change :db/tupleAttrs while it has datoms")
     if old is not None and old != attr:
         _check_alteration(store, old, attr)
     store.stage_install(attr)
+
+
+def _tuple_attrs(store: EavStore, ident: str, vt: str, m: dict) -> tuple[str, ...]:
+    """The attributes a composite tuple is made of (``:db/tupleAttrs``), checked: 2 to 8
+    cardinality-one attributes that exist and are not composites themselves."""
+    given = m.get(":db/tupleAttrs")
+    if given is None:
+        return ()
+    if vt != ":db.type/tuple":
+        raise SchemaError(f"attribute {ident}: :db/tupleAttrs needs :db/valueType :db.type/tuple")
+    if not isinstance(given, (list, tuple)) or not 2 <= len(given) <= 8:
+        raise SchemaError(f"attribute {ident}: :db/tupleAttrs must list 2 to 8 attributes, "
+                          f"got {given!r}")
+    out = tuple(str(_kw(a)) for a in given)
+    for a in out:
+        schema = store.attribute(a)   # UnknownAttributeError names it
+        if schema.many or schema.tuple_attrs:
+            raise SchemaError(f"attribute {ident}: :db/tupleAttrs {a} is "
+                              + ("cardinality many" if schema.many else "a composite itself"))
+    return out
 
 
 def _check_alteration(store: EavStore, old: Attribute, new: Attribute) -> None:
@@ -523,6 +544,8 @@ def _retract_entity(store: EavStore, eid: int, idents: dict) -> I64:
         seen.add(eid)
         for a in store.attributes_of(eid):
             schema, aid = store.attribute(a), store.aid(a)
+            if schema.tuple_attrs:  # a composite goes with its attributes (queries.txrules)
+                continue
             idents[aid] = a
             vids = store.value_ids(a, eid)
             out.append(np.stack([np.full(len(vids), eid), np.full(len(vids), aid), vids], axis=1))

@@ -11,7 +11,12 @@ datom:
 * cardinality one: two values for one entity's attribute are an error, and the value
   it had is retracted;
 * uniqueness: a value of a unique attribute belongs to one entity, in the transaction
-  and in the database (unless the owner's datom is retracted by the same transaction).
+  and in the database (unless the owner's datom is retracted by the same transaction);
+* composite tuples (``:db/tupleAttrs``) follow their attributes: an entity whose
+  attributes of a composite change gets the new tuple (``None`` where an attribute has no
+  value; no tuple when none has one), the old one retracted, uniqueness checked. They are
+  never asserted directly, and existing entities get theirs when one of the attributes
+  next changes (as in Datomic).
 
 ``owners`` finds the entities that hold values of a unique attribute (lookup refs and
 upserts use it).
@@ -91,6 +96,14 @@ def apply_rules(store: EavStore, rows: I64, added: npt.NDArray[np.bool_], idents
     """
     rows, added = _last_wins(np.asarray(rows, dtype=np.int64).reshape(-1, 3),
                              np.asarray(added, dtype=bool))
+    composites = [a for a in {**store.attributes, **{a.ident: a for a in store.staged_installs()}}
+                  .values() if a.tuple_attrs]
+    if composites and len(rows):
+        derived = {store.aid(c.ident): c.ident for c in composites}
+        direct = np.flatnonzero(np.isin(rows[:, 1], list(derived)))
+        if len(direct):
+            raise SchemaError(f"{derived[int(rows[direct[0], 1])]} is a composite tuple: assert "
+                              "the attributes it is made of instead")
     if not len(rows) or rows[0, 1] == rows[-1, 1]:   # sorted by aid: one attribute
         bounds = [0, len(rows)] if len(rows) else [0]
     else:
@@ -115,11 +128,67 @@ def apply_rules(store: EavStore, rows: I64, added: npt.NDArray[np.bool_], idents
         adds.append(add)
         rets.append(ret)
     add, ret = np.concatenate(adds), np.concatenate(rets)
+    for c in composites:
+        c_add, c_ret = _composite(store, c, add, ret, idents)
+        if len(c_add) and c.unique is not None:
+            _check_unique(store, c.ident, c_add, c_ret)
+        add, ret = np.concatenate([add, c_add]), np.concatenate([ret, c_ret])
     if report:  # tx_data in datom order, as before
         add, ret = _by_datom(add), _by_datom(ret)
     adds = np.concatenate([add, np.full((len(add), 1), tx, np.int64)], axis=1)
     retracts = np.concatenate([ret, store.tx_of(ret)[:, None] if len(ret) else ret[:, :1]], axis=1)
     return adds, retracts, _tx_data(store, add, ret, idents) if report else []
+
+
+def _composite(store: EavStore, c: Any, add: I64, ret: I64, idents: dict[int, str]) -> tuple[I64, I64]:
+    """The rows ``(e, aid, vid)`` that keep composite ``c`` in step with the transaction's
+    ``add``/``ret`` rows of its attributes: for each entity they touch, its new tuple and
+    the retraction of its old one (where they differ)."""
+    aids = [store.aid(a) for a in c.tuple_attrs]
+    mine = [r[np.isin(r[:, 1], aids)] for r in (add, ret)]
+    touched = np.unique(np.concatenate([m[:, 0] for m in mine]))
+    if not len(touched):
+        return _NONE, _NONE
+    caid = store.aid(c.ident)
+    idents[caid] = c.ident
+    after = []  # per attribute: entity -> its value id after the transaction
+    for a, aid in zip(c.tuple_attrs, aids):
+        vals = dict(zip(touched.tolist(), _live_values(store, a, touched).tolist()))
+        for e, v in ret[ret[:, 1] == aid][:, [0, 2]].tolist():
+            if vals.get(e) == v:
+                vals[e] = -1
+        for e, v in add[add[:, 1] == aid][:, [0, 2]].tolist():
+            vals[e] = v
+        after.append(vals)
+    old = _live_values(store, c.ident, touched).tolist()
+    decode, encode = store.interner.decode_one, store.interner.encode
+    c_add, c_ret = [], []
+    for e, was in zip(touched.tolist(), old):
+        ids = [vals[e] for vals in after]
+        now = -1 if all(v < 0 for v in ids) else \
+            encode(tuple(decode(v) if v >= 0 else None for v in ids))
+        if now != was:
+            if was >= 0:
+                c_ret.append((e, caid, was))
+            if now >= 0:
+                c_add.append((e, caid, now))
+    as_rows = lambda xs: np.array(xs, dtype=np.int64).reshape(-1, 3)  # noqa: E731
+    return as_rows(c_add), as_rows(c_ret)
+
+
+def _live_values(store: EavStore, ident: str, ents: I64) -> I64:
+    """The value id of cardinality-one attribute ``ident`` for each of ``ents`` before the
+    transaction (-1 where it has none)."""
+    out = np.full(len(ents), -1, dtype=np.int64)
+    rel = store.relations.get(ident)
+    if rel is None:
+        return out
+    view = rel.view("prev", (0, 1))
+    pos, vals = view.propose(np.ascontiguousarray(ents.reshape(-1, 1)))
+    if len(pos):
+        live = view.weight(np.stack([ents[pos], vals], axis=1).reshape(-1, 2)) > 0
+        out[pos[live]] = vals[live]
+    return out
 
 
 def _last_wins(rows: I64, added: np.ndarray) -> tuple[I64, np.ndarray]:

@@ -270,11 +270,3 @@ def test_cardinality_one_and_uniqueness_are_checked_against_the_data_when_altere
     d.transact('[{:db/ident :tag :db/valueType :db.type/string :db/unique :db.unique/identity}]')
     assert d.pull("[:db/id]", [":tag", "y"]) == {":db/id": a}
 
-
-def test_composite_tuple_attributes_are_refused_not_left_empty():
-    d = Database()
-    d.transact('[{:db/ident :title :db/valueType :db.type/string} {:db/ident :label :db/valueType :db.type/string}]')
-    with pytest.raises(SchemaError, match="composite tuples"):
-        d.transact('[{:db/ident :title+label :db/valueType :db.type/tuple '
-                   ':db/tupleAttrs [:title :label] :db/cardinality :db.cardinality/one}]')
-    assert not d.store.has_attribute(":title+label")
