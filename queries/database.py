@@ -236,6 +236,7 @@ class Database:
         self.store = EavStore(Keyword)
         self.store.install(Attribute(TX_INSTANT, "instant"))
         self.store.install(Attribute(IDENT, "keyword", unique="identity"))
+        self.store.install(Attribute(":db/doc", "string"))  # any entity's doc string
         self.views: dict[str, View] = {}
         self._names = itertools.count()
         self.n_tx = 0
@@ -552,10 +553,17 @@ class Database:
         with store.transaction() as tx:
             try:
                 adds, retracts, tx_id, tempids, tx_data = resolve_datoms()
-                instant = max(datetime.now(timezone.utc), self._last_instant)
-                adds = np.concatenate([adds, [[tx_id, store.aid(TX_INSTANT),
-                                               store.interner.encode(instant), tx_id]]])
-                tx_data.append((tx_id, Keyword(TX_INSTANT), instant, True))
+                given = (adds[:, 0] == tx_id) & (adds[:, 1] == store.aid(TX_INSTANT))
+                if given.any():  # [:db/add "datomic.tx" :db/txInstant t]: an import's own time
+                    instant = store.interner.decode_one(int(adds[given][0, 2]))
+                    if instant < self._last_instant:
+                        raise SchemaError(f":db/txInstant {instant.isoformat()} is before the last "
+                                          f"transaction's, {self._last_instant.isoformat()}")
+                else:
+                    instant = max(datetime.now(timezone.utc), self._last_instant)
+                    adds = np.concatenate([adds, [[tx_id, store.aid(TX_INSTANT),
+                                                   store.interner.encode(instant), tx_id]]])
+                    tx_data.append((tx_id, Keyword(TX_INSTANT), instant, True))
                 installs = store.staged_installs()
                 store.stage(tx, adds, retracts)
                 changes = {name: v._stage(store.changed) for name, v in self.views.items()}

@@ -44,6 +44,7 @@ _SCHEMA_KEYS = {":db/ident", ":db/valueType", ":db/cardinality", ":db/unique", "
                 ":db/tupleAttrs", ":db/tupleTypes", ":db/tupleType",
                 ":db.install/_attribute", ":db/id"}
 _anon = itertools.count()
+TX_TEMPID = "datomic.tx"  # the tempid of the transaction's own entity
 
 
 class _TempId:
@@ -226,8 +227,8 @@ def _expand(store: EavStore, data: list) -> _Forms:
             found = keys.get(k)
             if found is None:
                 found = keys[k] = None if str(_kw(k)) in _SCHEMA_KEYS else key_of(k)
-            if found is None:
-                if not (named and str(_kw(k)) == ":db/ident"):
+            if found is None:  # schema keys, except an entity's own name and doc string
+                if not (str(_kw(k)) == ":db/doc" or named and str(_kw(k)) == ":db/ident"):
                     continue
                 found = key_of(k)
             attr, reverse, schema = found
@@ -446,12 +447,12 @@ def resolve(store: EavStore, data: list):
     v_ent = np.array(v_ent, dtype=bool)
     special = [(row, code(x, True)) for row, x in forms.retract_entity]
     ref_eids = ents.resolve_refs()
+    tx = store.new_tx()
     tempid_eids = _tempids(store, ents, forms, e_codes, v_codes, v_ent, aids, schemas,
-                           aid_of, ref_eids)
+                           aid_of, ref_eids, tx)
     e = _decode_codes(e_codes, tempid_eids, ref_eids)
     v = np.where(v_ent, _decode_codes(v_codes, tempid_eids, ref_eids), v_codes) \
         if v_ent.any() else v_codes
-    tx = store.new_tx()
     idents = {aid_of[a]: a for a in schemas}
     rows = np.stack([e, aids, v], axis=1).reshape(-1, 3)
     added = np.array(forms.added, dtype=bool)
@@ -473,12 +474,15 @@ def resolve(store: EavStore, data: list):
 
 
 def _tempids(store: EavStore, ents: _Entities, forms: _Forms, e_codes: I64, v_codes: I64,
-             v_ent: np.ndarray, aids: I64, schemas: dict, aid_of: dict, ref_eids: I64) -> I64:
+             v_ent: np.ndarray, aids: I64, schemas: dict, aid_of: dict, ref_eids: I64,
+             tx: int) -> I64:
     """The entity of every tempid: upserted through a ``:db.unique/identity`` value it
-    asserts (the first such value that has an owner), else a fresh id."""
+    asserts (the first such value that has an owner), else a fresh id. ``"datomic.tx"`` is
+    the transaction's own entity ``tx``, as in Datomic (facts about the transaction)."""
     out = np.full(len(ents.tempids), -1, dtype=np.int64)
     if not len(out):
         return out
+    this_tx = ents.tempids.get(TX_TEMPID)
     unknown = {int(-c - 1) // 2 for c in v_codes[v_ent & (v_codes < 0) & (v_codes % 2 == 1)]
                .tolist()} - ents.as_entity
     if unknown:
@@ -501,6 +505,8 @@ def _tempids(store: EavStore, ents: _Entities, forms: _Forms, e_codes: I64, v_co
             hits += zip(rows[found >= 0].tolist(), found[found >= 0].tolist())
     for r, owner in sorted(hits, reverse=True):  # a tempid's first row is written last
         out[(-int(e_codes[r]) - 1) // 2] = owner
+    if this_tx is not None:
+        out[this_tx] = tx
     fresh = np.flatnonzero(out < 0)
     out[fresh] = store.new_eids(len(fresh))
     return out

@@ -4,6 +4,7 @@ collection aggregates, pull options, registered functions, schema and value chec
 Each expected value is what Datomic (or DataScript, where Datomic's documentation leaves it
 open) returns for the same query, written out by hand."""
 
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 
 import numpy as np
@@ -270,3 +271,32 @@ def test_cardinality_one_and_uniqueness_are_checked_against_the_data_when_altere
     d.transact('[{:db/ident :tag :db/valueType :db.type/string :db/unique :db.unique/identity}]')
     assert d.pull("[:db/id]", [":tag", "y"]) == {":db/id": a}
 
+
+
+def test_datomic_tx_names_the_transaction_entity_and_db_doc_is_an_attribute():
+    d = Database()
+    d.transact('[{:db/ident :sku :db/valueType :db.type/string :db/unique :db.unique/identity}'
+               ' {:db/ident :count :db/valueType :db.type/long} {:db/ident :by :db/valueType :db.type/string}]')
+    d.transact('[{:sku "S-22" :count 7} {:db/ident :color/red :db/doc "the colour red"}]')
+    report = d.transact('[[:db/retract [:sku "S-22"] :count 7]'
+                        ' [:db/add "datomic.tx" :db/doc "remove incorrect assertion"]'
+                        ' {:db/id "datomic.tx" :by "ann"}]')
+    assert report.tempids["datomic.tx"] == report.tx
+    assert d.q('[:find ?why ?who :where [?tx :db/doc ?why] [?tx :by ?who] [?tx :db/txInstant _]]') == \
+        {("remove incorrect assertion", "ann")}
+    assert d.q('[:find ?d . :where [:color/red :db/doc ?d]]') == "the colour red"
+    assert d.q('[:find (count ?e) . :where [?e :by _]]') == 1   # no stray entity for the tempid
+
+
+def test_an_explicit_tx_instant_replaces_the_clock_and_may_not_go_back():
+    d = Database()
+    old = datetime(2020, 1, 1, tzinfo=timezone.utc)
+    d.transact([{":db/ident": ":n", ":db/valueType": ":db.type/long"},
+                [":db/add", "datomic.tx", ":db/txInstant", old]])   # an import keeps its times
+    r = d.transact([{":n": 1}, [":db/add", "datomic.tx", ":db/txInstant", old + timedelta(days=1)]])
+    assert d.q('[:find ?t . :in $ ?tx :where [?tx :db/txInstant ?t]]', r.tx) == old + timedelta(days=1)
+    n = len(d.q('[:find ?tx ?t :where [?tx :db/txInstant ?t]]'))
+    with pytest.raises(SchemaError, match="is before the last transaction"):
+        d.transact([{":n": 2}, [":db/add", "datomic.tx", ":db/txInstant", old]])
+    assert len(d.q('[:find ?tx ?t :where [?tx :db/txInstant ?t]]')) == n == 2
+    assert d.as_of(old).q('[:find ?n :where [_ :n ?n]]') == set()
