@@ -29,6 +29,7 @@ Relies on ``queries.bind``, ``queries.parse`` and ``queries.results``; used by
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -41,6 +42,8 @@ from wcoj.errors import QueryError
 __all__ = ["Subquery"]
 
 _COMPILED = 64  # nested circuits kept per call site (distinct inputs)
+MAX_DEPTH = 16  # nested q inside nested q ...: query text must not recurse without end
+_depth = threading.local()
 
 
 class Subquery:
@@ -91,7 +94,15 @@ class Subquery:
             key = None
         if key is not None and key in self._answers:
             return self._answers[key]
-        out = answer(self._circuit(query, inputs, key), inputs, self.outer.over)
+        depth = getattr(_depth, "n", 0)
+        if depth >= MAX_DEPTH:
+            raise QueryError(f"q nested more than {MAX_DEPTH} deep (a query that runs itself?) "
+                             f"at {self.call}")
+        _depth.n = depth + 1
+        try:
+            out = answer(self._circuit(query, inputs, key), inputs, self.outer.over)
+        finally:
+            _depth.n = depth
         if key is not None:
             self._answers[key] = out
         return out

@@ -94,3 +94,10 @@ def test_q_gives_back_what_a_nested_q_interned(db):
 def test_bad_nested_queries_are_typed_errors(db, query, error, match):
     with pytest.raises(error, match=match):
         db.q(query)
+
+
+def test_a_query_that_runs_itself_stops_with_a_typed_error(db):
+    query = '[:find ?r :in $ ?q :where [(q ?q $ ?q) ?r]]'
+    with pytest.raises(QueryError, match="nested more than 16 deep"):
+        db.q(query, query)
+    assert db.q(FOLLOWERS) == {("ann", 2), ("bob", 1)}   # and the database answers as before
