@@ -25,7 +25,7 @@ EDN                 Python
 The reader tokenizes the whole text with one compiled regular expression and builds values
 with an explicit stack (no recursion), so files of 10^5 forms are fine; forms nest at most
 :data:`MAX_DEPTH` deep. Messages quote an excerpt of the text. It relies on
-:mod:`wcoj.errors` only; the query parser (:mod:`queries.ast`) and the database's
+:mod:`queries.ednvalues` (the value types, re-exported here) and :mod:`wcoj.errors`; the query parser (:mod:`queries.ast`) and the database's
 transaction loader use it.
 
 >>> loads('[:find ?e :where [?e :movie/title "Alien"]]')
@@ -40,11 +40,11 @@ import math
 import re
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from queries.ednvalues import EdnList, Keyword, Symbol, Tagged, hashable
 from wcoj.errors import EdnSyntaxError, InputError, excerpt
 
 __all__ = ["Keyword", "Symbol", "EdnList", "Tagged", "loads", "loads_all", "dumps", "dumps_safe",
@@ -55,107 +55,6 @@ MAX_DEPTH = 100
 few levels, a value 10^5 levels deep crashes CPython when hashed (``#{((((...))))}``)."""
 _Q = "'"  # tokens are quoted as they were written, not as Python reprs
 
-class _Named(str):
-    """A ``str`` with ``namespace`` and ``name`` parts, split at the first ``/``."""
-
-    __slots__ = ()
-    _prefix = ""
-
-    @property
-    def namespace(self) -> str | None:
-        body = self[len(self._prefix):]
-        ns, slash, _ = body.partition("/")
-        return ns if slash and ns else None
-
-    @property
-    def name(self) -> str:
-        body = self[len(self._prefix):]
-        ns, slash, rest = body.partition("/")
-        return rest if slash and ns else body
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({str.__repr__(str(self))})"
-
-
-class Keyword(_Named):
-    """An EDN keyword: a ``str`` whose text is ``":ns/name"`` and that equals that string.
-
-    >>> k = Keyword(":movie/title")
-    >>> k == ":movie/title", hash(k) == hash(":movie/title"), str(k)
-    (True, True, ':movie/title')
-    >>> k.namespace, k.name, Keyword("year").namespace, Keyword("year")
-    ('movie', 'title', None, Keyword(':year'))
-    """
-
-    __slots__ = ()
-    _prefix = ":"
-
-    def __new__(cls, text: str) -> Keyword:
-        return super().__new__(cls, text if text.startswith(":") else ":" + text)
-
-
-class Symbol(_Named):
-    """An EDN symbol (``?x``, ``pull``, ``...``, ``$``, ``re-find``): a plain ``str`` subclass.
-
-    >>> s = Symbol("clojure.string/blank?")
-    >>> s.namespace, s.name, s == "clojure.string/blank?"
-    ('clojure.string', 'blank?', True)
-    """
-
-    __slots__ = ()
-
-
-class EdnList(tuple):
-    """An EDN list ``(a b c)``: a tuple, so it is hashable and differs from a vector (``list``).
-
-    >>> loads("(inc ?x)")
-    EdnList((Symbol('inc'), Symbol('?x')))
-    """
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return f"EdnList({tuple.__repr__(self)})"
-
-
-@dataclass(frozen=True)
-class Tagged:
-    """A tagged literal with no reader, e.g. ``#db/id [:db.part/user -100]``.
-
-    It hashes by value (vectors inside count as tuples), so tempids can be dict keys.
-
-    >>> t = loads("#db/id [:db.part/user -100]")
-    >>> t.tag, t.value, t == Tagged("db/id", [":db.part/user", -100])
-    ('db/id', [Keyword(':db.part/user'), -100], True)
-    >>> len({t, loads("#db/id [:db.part/user -100]")})
-    1
-    """
-
-    tag: str
-    value: Any
-
-    def __hash__(self) -> int:
-        return hash((self.tag, hashable(self.value)))
-
-    def __repr__(self) -> str:
-        return f"Tagged({self.tag!r}, {self.value!r})"
-
-
-def hashable(value: Any) -> Any:
-    """Return ``value`` with every vector turned into a tuple and every map into a frozenset.
-
-    Used for map keys and set elements, which Python needs hashable.
-
-    >>> hashable([1, [2, 3], {4: [5]}])
-    (1, (2, 3), frozenset({(4, (5,))}))
-    """
-    if isinstance(value, list):
-        return tuple(hashable(v) for v in value)
-    if isinstance(value, dict):
-        return frozenset((hashable(k), hashable(v)) for k, v in value.items())
-    if isinstance(value, set):
-        return frozenset(value)
-    return value
 
 
 # ---------------------------------------------------------------------------- reading

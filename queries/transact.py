@@ -13,8 +13,8 @@ arrays with numpy and hands them to the same ``apply_rules``: the rules exist on
 It reads the store but changes nothing in it except reserving entity ids and interning
 values (a failed transaction gives both back: ``EavStore.transaction``).
 
-Relies on ``indexes.eav``, ``indexes.interner``, ``queries.edn`` and ``queries.txrules``;
-used by ``queries.database`` and ``queries.pull`` (``entity_id``).
+Relies on ``indexes.eav``, ``indexes.interner``, ``queries.edn``, ``queries.schema``
+(schema maps) and ``queries.txrules``; used by ``queries.database`` and ``queries.pull`` (``entity_id``).
 """
 
 from __future__ import annotations
@@ -32,17 +32,13 @@ import numpy.typing as npt
 from indexes.eav import Attribute, EavStore
 from indexes.interner import BOOLEAN, TAG_SHIFT, ref_ids
 from queries.edn import Keyword, Tagged
+from queries.schema import SCHEMA_KEYS, install
 from queries.txrules import apply_rules, owners
 from wcoj.errors import CasError, SchemaError
 
 __all__ = ["resolve", "bulk", "entity_id"]
 
 I64 = npt.NDArray[np.int64]
-
-_SCHEMA_KEYS = {":db/ident", ":db/valueType", ":db/cardinality", ":db/unique", ":db/doc",
-                ":db/isComponent", ":db/index", ":db/fulltext", ":db/noHistory",
-                ":db/tupleAttrs", ":db/tupleTypes", ":db/tupleType",
-                ":db.install/_attribute", ":db/id"}
 _anon = itertools.count()
 TX_TEMPID = "datomic.tx"  # the tempid of the transaction's own entity
 
@@ -70,75 +66,6 @@ def _tempid_key(x: Any) -> Any:
         v = x.value if isinstance(x.value, list) else [x.value]
         return x if len(v) >= 2 else _TempId()
     return x
-
-
-def _install(store: EavStore, m: dict) -> None:
-    ident = str(m[":db/ident"])
-    vt = str(m.get(":db/valueType", ""))
-    card = str(m.get(":db/cardinality", ":db.cardinality/one"))
-    unique = m.get(":db/unique")
-    if not vt.startswith(":db.type/"):
-        raise SchemaError(f"attribute {ident}: :db/valueType must be a :db.type/... keyword, "
-                          f"got {vt or 'nothing'}")
-    if card not in (":db.cardinality/one", ":db.cardinality/many"):
-        raise SchemaError(f"attribute {ident}: :db/cardinality must be :db.cardinality/one or "
-                          f":db.cardinality/many, got {card}")
-    attr = Attribute(ident, vt.split("/", 1)[1], card.endswith("many"),
-                     str(unique).split("/", 1)[1] if unique else None,
-                     bool(m.get(":db/isComponent")), _tuple_attrs(store, ident, vt, m))
-    old = store.attributes.get(ident)
-    if old is not None and old.tuple_attrs != attr.tuple_attrs and ident in store.relations \
-            and len(store.relations[ident].contents()):
-        raise SchemaError(f"attribute {ident}: cannot change :db/tupleAttrs while it has datoms")
-    if old is not None and old != attr:
-        _check_alteration(store, old, attr)
-    store.stage_install(attr)
-
-
-def _tuple_attrs(store: EavStore, ident: str, vt: str, m: dict) -> tuple[str, ...]:
-    """The attributes a composite tuple is made of (``:db/tupleAttrs``), checked: 2 to 8
-    cardinality-one attributes that exist and are not composites themselves."""
-    given = m.get(":db/tupleAttrs")
-    if given is None:
-        return ()
-    if vt != ":db.type/tuple":
-        raise SchemaError(f"attribute {ident}: :db/tupleAttrs needs :db/valueType :db.type/tuple")
-    if not isinstance(given, (list, tuple)) or not 2 <= len(given) <= 8:
-        raise SchemaError(f"attribute {ident}: :db/tupleAttrs must list 2 to 8 attributes, "
-                          f"got {given!r}")
-    out = tuple(str(_kw(a)) for a in given)
-    for a in out:
-        schema = store.attribute(a)   # UnknownAttributeError names it
-        if schema.many or schema.tuple_attrs:
-            raise SchemaError(f"attribute {ident}: :db/tupleAttrs {a} is "
-                              + ("cardinality many" if schema.many else "a composite itself"))
-    return out
-
-
-def _check_alteration(store: EavStore, old: Attribute, new: Attribute) -> None:
-    """An altered attribute must hold for the datoms it has: the value type may change only
-    while it has none (Datomic refuses always), cardinality one and uniqueness only when
-    no entity has two values and no value two entities."""
-    rel = store.relations.get(old.ident)
-    z = rel.contents() if rel is not None else None
-    ev = z.keys[z.weights > 0] if z is not None else np.zeros((0, 2), dtype=np.int64)
-    if not len(ev):
-        return
-    if old.value_type != new.value_type:
-        raise SchemaError(f"attribute {old.ident}: cannot change :db/valueType from :db.type/"
-                          f"{old.value_type} to :db.type/{new.value_type} while it has "
-                          "datoms; retract them first or install a new attribute")
-    for col, what, now in ((0, "cardinality one", old.many and not new.many),
-                           (1, "a unique attribute", new.unique and not old.unique)):
-        ids = np.sort(ev[:, col])
-        two = np.flatnonzero(ids[1:] == ids[:-1]) if now else ()
-        if len(two):
-            x = int(ids[two[0]])
-            shown = x if col == 0 else repr(store.interner.decode_one(x))
-            raise SchemaError(f"attribute {old.ident} cannot become {what}: "
-                              + (f"entity {shown} has two values" if col == 0 else
-                                 f"the value {shown} belongs to two entities")
-                              + "; retract the extra datoms first")
 
 
 def _check_value(attr: Attribute, v: Any) -> Any:
@@ -210,11 +137,11 @@ def _expand(store: EavStore, data: list) -> _Forms:
 
     def entity_map(m: dict) -> Any:
         if ":db/ident" in m and ":db/valueType" in m:   # Keyword keys equal their text
-            _install(store, {str(_kw(k)): v for k, v in m.items()})
+            install(store, {str(_kw(k)): v for k, v in m.items()})
             return None
         named = ":db/ident" in m and not store.has_attribute(str(_kw(m[":db/ident"])))
         if named:  # an entity with a keyword name (an enumeration value), not an attribute
-            schema_keys = sorted(str(_kw(k)) for k in m if str(_kw(k)) in _SCHEMA_KEYS
+            schema_keys = sorted(str(_kw(k)) for k in m if str(_kw(k)) in SCHEMA_KEYS
                                  and str(_kw(k)) not in (":db/ident", ":db/id", ":db/doc"))
             if schema_keys:
                 raise SchemaError(f"{m[':db/ident']} has {', '.join(schema_keys)} but no "
@@ -226,7 +153,7 @@ def _expand(store: EavStore, data: list) -> _Forms:
         for k, v in m.items():
             found = keys.get(k)
             if found is None:
-                found = keys[k] = None if str(_kw(k)) in _SCHEMA_KEYS else key_of(k)
+                found = keys[k] = None if str(_kw(k)) in SCHEMA_KEYS else key_of(k)
             if found is None:  # schema keys, except an entity's own name and doc string
                 if not (str(_kw(k)) == ":db/doc" or named and str(_kw(k)) == ":db/ident"):
                     continue
