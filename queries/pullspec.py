@@ -61,8 +61,12 @@ def _pull_attr(x: Any, form: Any) -> PullAttr:
         pairs = iter(x[1:])
         opts = {str(k): v for k, v in zip(pairs, pairs)}
         x = x[0]
-    if not isinstance(x, Keyword) or set(opts) - {":limit", ":default", ":as"}:
+    if not isinstance(x, Keyword):
         raise QueryError(f"bad attribute {_show(x)} in pull pattern {_show(form)}")
+    unknown = sorted(map(str, set(opts) - {":limit", ":default", ":as"}))
+    if unknown:  # :xform names a function: query text never reaches one
+        raise QueryError(f"pull option {' '.join(unknown)} of {_show(x)} is not supported in "
+                         f"{_show(form)}; the options are :limit, :default and :as")
     limit = opts.get(":limit")
     if limit is not None and not (type(limit) is int and limit >= 0):
         raise QueryError(f":limit must be a non-negative integer or nil in pull {_show(form)}")

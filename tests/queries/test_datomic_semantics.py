@@ -145,6 +145,12 @@ def band():
     return d
 
 
+def test_a_pull_xform_is_refused_by_name(band):
+    # Datomic's :xform calls a function the pattern names; query text never reaches one
+    with pytest.raises(QueryError, match="pull option :xform of :aka is not supported"):
+        band.pull("[(:aka :xform clojure.core/count)]", [":name", "Petr"])
+
+
 @pytest.mark.parametrize("pattern", [
     '[:name [:aka :limit 1] [:missing :default "none"]]',     # Datomic's vector options
     '[:name (:aka :limit 1) (:missing :default "none")]',     # the older list form
