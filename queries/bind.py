@@ -24,11 +24,12 @@ import numpy as np
 from indexes.eav import EavStore
 from indexes.index import Relation
 from queries.ast import (
-    And, BindColl, BindRel, BindTuple, Blank, Const, Not, NotJoin, Or, OrJoin, Pattern,
+    And, BindColl, BindRel, BindScalar, BindTuple, Blank, Const, Not, NotJoin, Or, OrJoin, Pattern,
     Predicate, Query, Rule, RulesVar, SrcVar, Var, free_vars,
 )
 from queries.clauses import _bind, _truthy
 from queries.functions import Registry, call
+from queries.txlog import is_log, placeholder
 from wcoj.errors import QueryError, UnknownAttributeError
 from wcoj.zset import ZSet
 
@@ -311,6 +312,9 @@ class Inputs:
             elif isinstance(d, RulesVar):
                 self.rules = list(parse_rules(v) if not isinstance(v, (list, tuple)) or not v
                                   or not isinstance(v[0], Rule) else v)
+            elif isinstance(d, BindScalar) and is_log(v):  # queries.txlog: read by name
+                self.sources[d.var.name] = v
+                self.bindings.append((d, placeholder(d.var.name)))
             else:
                 self.bindings.append((d, _input_value(d, v)))
         if self.rules:

@@ -54,6 +54,7 @@ from queries.functions import DB_FUNCTIONS, FUNCTIONS, call
 from queries.refresh import Refresh
 from queries.rewrite import rewrite
 from queries.subquery import Subquery
+from queries.txlog import LOG_FUNCTIONS, log_value
 from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
 from wcoj.config import RECURSION_LIMIT
 from wcoj.errors import CircuitError, NoFixedPointError, QueryError, UnboundVariableError
@@ -158,6 +159,7 @@ class CompiledView:
         self.ev, self.store, self.query = ev, ev.store, query
         self.given_rules = list(rules)  # what a nested q's % passes on
         self.volatile = False  # a nested q reads the whole database: refresh every transaction
+        self.reads_log = False  # tx-ids/tx-data (queries.txlog): q only
         self._subqueries: list[Subquery] = []
         # demand: bound arguments of rule calls restrict the rules (queries.magic)
         query, rules = magic.rewrite(query, rules, table.vars if len(table.rows) == 1 else ())
@@ -407,6 +409,10 @@ class CompiledView:
         if isinstance(x, FnCall):
             new = sorted(v.name for v in free_vars(x.binding) if v.name not in cur.vars)
             value = None
+            if x.fn in LOG_FUNCTIONS:
+                value = log_value(x, self.ev.sources, cur.vars, self.store)
+                self.reads_log = True
+                self.notes.append(f"the log's {x.fn}: {x}")
             if x.fn == "q":
                 value = Subquery(self, x, cur.vars)
                 self._subqueries.append(value)

@@ -102,6 +102,9 @@ class View:
     def __init__(self, db: Database, name: str, query: Query, inputs: tuple):
         self.db, self.name, self.query, self.inputs = db, name, query, inputs
         self.circuit = db._compile(query, inputs)
+        if self.circuit.reads_log:
+            raise QueryError("tx-ids and tx-data read the log, which a transaction joins only "
+                             "after its views are updated: use q for them, not a view")
         self.groups: Groups | None = None
         self._answer: Relation | None = None
         self._pulls = [i for i, e in enumerate(query.find.elements) if isinstance(e, FindPull)]
