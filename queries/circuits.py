@@ -53,6 +53,7 @@ from queries.clauses import (
 from queries.functions import DB_FUNCTIONS, FUNCTIONS, call
 from queries.refresh import Refresh
 from queries.rewrite import rewrite
+from queries.fulltext import FullText
 from queries.subquery import Subquery
 from queries.txlog import LOG_FUNCTIONS, log_value
 from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
@@ -160,7 +161,7 @@ class CompiledView:
         self.given_rules = list(rules)  # what a nested q's % passes on
         self.volatile = False  # a nested q reads the whole database: refresh every transaction
         self.reads_log = False  # tx-ids/tx-data (queries.txlog): q only
-        self._subqueries: list[Subquery] = []
+        self._per_tick: list = []  # nested q, fulltext: answers kept for one tick
         # demand: bound arguments of rule calls restrict the rules (queries.magic)
         query, rules = magic.rewrite(query, rules, table.vars if len(table.rows) == 1 else ())
         self.rules: dict[str, list[Rule]] = {}
@@ -268,7 +269,7 @@ class CompiledView:
         return n
 
     def _step(self, given: dict) -> ZSet:
-        for sub in self._subqueries:
+        for sub in self._per_tick:
             sub.clear()
         try:
             return self.root.step(given)["out"]
@@ -413,9 +414,15 @@ class CompiledView:
                 value = log_value(x, self.ev.sources, cur.vars, self.store)
                 self.reads_log = True
                 self.notes.append(f"the log's {x.fn}: {x}")
+            if x.fn == "fulltext":
+                value = FullText(self, x, cur.vars)
+                self._per_tick.append(value)
+                self.volatile = True
+                self.notes.append(f"fulltext search (SQLite FTS5) {x} (a view re-runs its first "
+                                  f"tick every transaction)")
             if x.fn == "q":
                 value = Subquery(self, x, cur.vars)
-                self._subqueries.append(value)
+                self._per_tick.append(value)
                 self.volatile = True
                 self.notes.append(f"nested q, its first tick per distinct inputs: {x} (a view "
                                   f"of it re-runs its first tick every transaction)")

@@ -249,8 +249,8 @@ class DatabaseLog(_Log):
     def append(self, t: int, instant: datetime, rows: I64, installs=(), store=None) -> None:
         """Log transaction ``t`` in one SQLite transaction; return once it is durable."""
         values = [(vid, _value_text(vid, v)) for vid, v in store.interner.since(self.marks)]
-        attrs = [(a.ident, json.dumps([a.value_type, a.many, a.unique, a.component]
-                                      + ([list(a.tuple_attrs)] if a.tuple_attrs else [])))
+        attrs = [(a.ident, json.dumps([a.value_type, a.many, a.unique, a.component,
+                                       list(a.tuple_attrs), a.fulltext]))
                  for a in installs]
         data = np.concatenate([np.full((len(rows), 1), t, np.int64), rows[:, :3], rows[:, 4:5]], axis=1)
 
@@ -291,9 +291,9 @@ def open_database(cls: type, path: Any, every: int):
         for vid, text in con.execute("SELECT id, text FROM vals ORDER BY id"):
             store.interner.restore(vid, _text_value(vid, text))
         for ident, spec in con.execute("SELECT ident, def FROM attrs ORDER BY rowid"):
-            vt, many, unique, component, *composite = json.loads(spec)
+            vt, many, unique, component, *more = json.loads(spec)  # older logs: 4 fields
             store.install(Attribute(ident, vt, many, unique, component,
-                                    tuple(composite[0]) if composite else ()))
+                                    tuple(more[0]) if more else (), bool(more[1:] and more[1])))
         log = DatabaseLog(root, con, every, store.interner.marks())
         snap_t, snap = log.latest_snapshot()
         log._drop_torn("tx", "datoms", "n_datoms", snap_t)

@@ -50,7 +50,10 @@ def install(store: EavStore, m: dict) -> None:
                           f":db.cardinality/many, got {card}")
     attr = Attribute(ident, vt.split("/", 1)[1], card.endswith("many"),
                      str(unique).split("/", 1)[1] if unique else None,
-                     bool(m.get(":db/isComponent")), _tuple_attrs(store, ident, vt, m))
+                     bool(m.get(":db/isComponent")), _tuple_attrs(store, ident, vt, m),
+                     bool(m.get(":db/fulltext")))
+    if attr.fulltext and attr.value_type != "string":
+        raise SchemaError(f"attribute {ident}: :db/fulltext needs :db/valueType :db.type/string")
     old = store.attributes.get(ident)
     if old is not None and old.tuple_attrs != attr.tuple_attrs and ident in store.relations \
             and len(store.relations[ident].contents()):
