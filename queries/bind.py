@@ -29,6 +29,7 @@ from queries.ast import (
 )
 from queries.clauses import _bind, _truthy
 from queries.functions import Registry, call
+from queries.schema import is_ident
 from queries.txlog import is_log, placeholder
 from wcoj.errors import QueryError, UnknownAttributeError
 from wcoj.zset import ZSet
@@ -99,11 +100,6 @@ def query_vars(clauses: Iterable[Any], store: EavStore) -> tuple[set[str], set[s
     return refs, attrs
 
 
-def _is_ident(value: Any) -> bool:
-    """A keyword (``:genre/drama``, or a string like it) naming an entity by ``:db/ident``."""
-    return isinstance(value, str) and len(value) > 1 and value[0] == ":"
-
-
 class Binder:
     """Ids for the values of a query (and its rules) over one view (``kind``) of ``store``."""
 
@@ -132,9 +128,13 @@ class Binder:
                 return self.store.interner.ref(value)
             if isinstance(value, (list, tuple)) and len(value) == 2:
                 return self.lookup_ref(value)
-            if _is_ident(value):
-                return self.lookup_ref((":db/ident", self.store.keyword(value)))  # named by its ident
+            if is_ident(value):
+                return self.ident(value)
         return self.store.interner.encode(value)
+
+    def ident(self, name: str) -> int:
+        """The entity named ``name`` by ``:db/ident``, or -1 (matches nothing)."""
+        return self.lookup_ref((":db/ident", self.store.keyword(name)))
 
     def lookup_ref(self, ref: Any) -> int:
         """``[attr value]`` -> the entity id, or -1 (matches nothing) when absent."""
@@ -149,8 +149,8 @@ class Binder:
                 return self.store.interner.ref(value)
             if isinstance(value, (list, tuple)):
                 return self.lookup_ref(value)
-            if _is_ident(value):
-                return self.lookup_ref((":db/ident", self.store.keyword(value)))
+            if is_ident(value):
+                return self.ident(value)
         return self.store.interner.encode(value)
 
     def decode(self, ids: Any) -> list:
@@ -250,8 +250,8 @@ class Binder:
         if role == "e":
             if isinstance(value, (list, tuple)):
                 return self.lookup_ref(value)
-            if _is_ident(value):
-                return self.lookup_ref((":db/ident", self.store.keyword(value)))
+            if is_ident(value):
+                return self.ident(value)
             if type(value) is not int:
                 raise QueryError(f"entity position needs an entity id, an ident or a lookup ref, "
                                  f"found {value!r}")

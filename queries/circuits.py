@@ -48,7 +48,8 @@ from queries.ast import (
 )
 from queries.bind import Binder, Table
 from queries.clauses import (
-    _bind, _branch, _take_ready, _truthy, check_stratified, local_nots, rule_component, rule_deps,
+    _bind, _branch, _take_ready, _truthy, arg_getter, check_stratified, local_nots, rule_component,
+    rule_deps,
 )
 from queries.functions import DB_FUNCTIONS, FUNCTIONS, call
 from queries.refresh import Refresh
@@ -414,18 +415,12 @@ class CompiledView:
                 value = log_value(x, self.ev.sources, cur.vars, self.store)
                 self.reads_log = True
                 self.notes.append(f"the log's {x.fn}: {x}")
-            if x.fn == "fulltext":
-                value = FullText(self, x, cur.vars)
+            elif x.fn in _READS_DATABASE:  # answers kept for one tick; a view refreshes
+                kind, what = _READS_DATABASE[x.fn]
+                value = kind(self, x, cur.vars)
                 self._per_tick.append(value)
                 self.volatile = True
-                self.notes.append(f"fulltext search (SQLite FTS5) {x} (a view re-runs its first "
-                                  f"tick every transaction)")
-            if x.fn == "q":
-                value = Subquery(self, x, cur.vars)
-                self._per_tick.append(value)
-                self.volatile = True
-                self.notes.append(f"nested q, its first tick per distinct inputs: {x} (a view "
-                                  f"of it re-runs its first tick every transaction)")
+                self.notes.append(f"{what}: {x} (a view re-runs its first tick every transaction)")
             return self.row_map(cur, self._fn(x, cur.vars, new, value), cur.vars + tuple(new))
         if isinstance(x, Not):
             left = self.distinct(cur)
@@ -580,18 +575,13 @@ def _positions(n: int) -> tuple[str, ...]:
     return tuple(f"#{i}" for i in range(n))
 
 
+# functions whose value reads the database itself: (their row function, what explain says)
+_READS_DATABASE = {"q": (Subquery, "nested q, its first tick per distinct inputs"),
+                   "fulltext": (FullText, "fulltext search (SQLite FTS5)")}
+
+
 def _arg_getters(args: tuple, vars_: tuple) -> list[Callable]:
-    out = []
-    for a in args:
-        if isinstance(a, Var):
-            i = vars_.index(a.name)
-            out.append(lambda vals, i=i: vals[i])
-        elif isinstance(a, Const):
-            out.append(lambda vals, v=a.value: v)
-        else:
-            raise QueryError(f"a function argument must be a variable or a constant, "
-                             f"found {a}")
-    return out
+    return [arg_getter(a, vars_) for a in args]
 
 
 def compile_view(ev: Binder, query: Query, table: Table, rules: list[Rule]) -> CompiledView:

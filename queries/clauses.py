@@ -12,11 +12,12 @@ binding form. Relies on ``queries.ast`` and ``queries.parse``; used by
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from queries.ast import (
-    And, BindColl, BindRel, BindScalar, BindTuple, Blank, Not, NotJoin, Or, OrJoin, RuleCall, Var,
+    And, BindColl, BindRel, BindScalar, BindTuple, Blank, Const, Not, NotJoin, Or, OrJoin, RuleCall,
+    Var,
     bound_vars, free_vars, required_vars,
 )
 from queries.parse import _calls
@@ -96,6 +97,17 @@ def local_nots(clauses: Iterable[Any], outer: Iterable[str]) -> list:
                  else OrJoin(c.required, c.vars, branches, c.src))
         out.append(c)
     return out
+
+
+def arg_getter(a: Any, vars_: tuple) -> Callable[[list], Any]:
+    """A function argument's value in a row's decoded values ``vals`` (variables named
+    ``vars_``): a variable's value or a constant."""
+    if isinstance(a, Var):
+        i = vars_.index(a.name)
+        return lambda vals: vals[i]
+    if isinstance(a, Const):
+        return lambda vals: a.value
+    raise QueryError(f"a function argument must be a variable or a constant, found {a}")
 
 
 def _truthy(x: Any) -> bool:

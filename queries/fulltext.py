@@ -22,12 +22,12 @@ Relies on ``sqlite3`` and ``indexes.eav``; used by ``queries.circuits``.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from queries.ast import Const, FnCall, SrcVar, Var
+from queries.ast import Const, FnCall, SrcVar
+from queries.clauses import arg_getter
 from wcoj.errors import QueryError
 
 __all__ = ["FullText"]
@@ -47,14 +47,7 @@ class FullText:
         if not schema.fulltext:
             raise QueryError(f"fulltext needs an attribute with :db/fulltext true; {self.attr} "
                              "has none")
-        search = args[1]
-        if isinstance(search, Var):
-            i = vars_.index(search.name)
-            self._search: Callable[[list], Any] = lambda vals: vals[i]
-        elif isinstance(search, Const):
-            self._search = lambda vals: search.value
-        else:
-            raise QueryError(f"fulltext needs a search string or variable: {call}")
+        self._search = arg_getter(args[1], vars_)
         self._index: sqlite3.Connection | None = None
 
     def clear(self) -> None:
@@ -78,7 +71,7 @@ class FullText:
         con = sqlite3.connect(":memory:")
         con.execute("CREATE VIRTUAL TABLE t USING fts5(v, tx UNINDEXED)")
         if rel is not None:
-            z = rel.view(kind, (0, 1)).to_zset() if kind != "prev" else rel.contents()
+            z = rel.view(kind, (0, 1)).to_zset()
             ev = z.keys[z.weights > 0]
             if len(ev):
                 rows = np.stack([ev[:, 0], np.full(len(ev), store.aid(self.attr)), ev[:, 1]], axis=1)

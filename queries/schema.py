@@ -20,18 +20,26 @@ Relies on ``indexes.eav`` and ``queries.edn``; used by ``queries.transact``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from indexes.eav import Attribute, EavStore
 from queries.edn import Keyword
 from wcoj.errors import SchemaError
 
-__all__ = ["install", "SCHEMA_KEYS"]
+__all__ = ["install", "is_ident", "SCHEMA_KEYS"]
 
 SCHEMA_KEYS = {":db/ident", ":db/valueType", ":db/cardinality", ":db/unique", ":db/doc",
                ":db/isComponent", ":db/index", ":db/fulltext", ":db/noHistory",
                ":db/tupleAttrs", ":db/tupleTypes", ":db/tupleType",
                ":db.install/_attribute", ":db/id"}
+
+
+def is_ident(x: Any) -> bool:
+    """An entity named by its ``:db/ident`` keyword (``:genre/drama``; a string that starts
+    with ``:`` in Python data)."""
+    return isinstance(x, str) and len(x) > 1 and x[0] == ":"
 
 
 def install(store: EavStore, m: dict) -> None:

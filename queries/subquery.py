@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from queries.ast import Const, FnCall, Query, RulesVar, SrcVar, Var
+from queries.clauses import arg_getter
 from queries.bind import Binder, Inputs, bind_inputs
 from queries.results import answer
 from wcoj.errors import QueryError
@@ -62,11 +63,8 @@ class Subquery:
         self._answers: dict = {}  # inputs -> answer, for one tick (``clear``)
 
     def _getter(self, a: Any, vars_: tuple) -> Callable[[list], Any]:
-        if isinstance(a, Var):
-            i = vars_.index(a.name)
-            return lambda vals: vals[i]
-        if isinstance(a, Const):
-            return lambda vals: a.value
+        if isinstance(a, (Var, Const)):
+            return arg_getter(a, vars_)
         if isinstance(a, RulesVar):
             rules = self.outer.given_rules
             return lambda vals: rules

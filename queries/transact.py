@@ -32,7 +32,7 @@ import numpy.typing as npt
 from indexes.eav import Attribute, EavStore
 from indexes.interner import BOOLEAN, TAG_SHIFT, ref_ids
 from queries.edn import Keyword, Tagged
-from queries.schema import SCHEMA_KEYS, install
+from queries.schema import SCHEMA_KEYS, install, is_ident
 from queries.txrules import apply_rules, owners
 from wcoj.errors import CasError, SchemaError
 
@@ -218,7 +218,7 @@ def entity_id(store: EavStore, x: Any, kind: str = "prev") -> int:
     """
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
         return int(x)
-    if _is_ident(x):
+    if is_ident(x):
         x = (":db/ident", Keyword(x))
     if not (isinstance(x, (list, tuple)) and len(x) == 2):
         raise SchemaError(f"bad entity {x!r}; expected an entity id, an ident (:k) or a lookup "
@@ -232,12 +232,6 @@ def entity_id(store: EavStore, x: Any, kind: str = "prev") -> int:
         ids = store.entity_ids(attr, vid, kind) if vid >= 0 else ()
         return int(ids[0]) if len(ids) else -1
     return int(owners(store, attr, np.array([vid]))[0])
-
-
-def _is_ident(x: Any) -> bool:
-    """An entity named by its ``:db/ident`` keyword (``:genre/drama``; a string that starts
-    with ``:`` in Python data)."""
-    return isinstance(x, str) and len(x) > 1 and x[0] == ":"
 
 
 def _lookup_like(v: Any) -> bool:
@@ -261,7 +255,7 @@ class _Entities:
     def code(self, x: Any, entity: bool) -> int:
         """The code of one entity reference; ``entity``: it is in the entity position."""
         t = type(x)
-        if (t is str or t is Keyword) and _is_ident(x):
+        if (t is str or t is Keyword) and is_ident(x):
             x, t = (":db/ident", Keyword(x)), tuple
         if t is str or t is Tagged or t is _TempId:
             if isinstance(x, Tagged):

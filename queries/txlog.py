@@ -39,6 +39,7 @@ from typing import Any
 
 from indexes.eav import TX_BASE, tx_id
 from queries.ast import FnCall, Var
+from queries.clauses import arg_getter
 from queries.history import resolve_t
 from wcoj.errors import QueryError
 
@@ -77,13 +78,7 @@ def log_value(call: FnCall, sources: dict, vars_: tuple, store: Any) -> Callable
     if not isinstance(args[0], Var) or args[0].name not in sources:
         raise QueryError(f"{call.fn} needs a log given as an input (db.log) first: {call}")
     log = sources[args[0].name]
-    getters = []
-    for a in args[1:]:
-        if isinstance(a, Var):
-            i = vars_.index(a.name)
-            getters.append(lambda vals, i=i: vals[i])
-        else:
-            getters.append(lambda vals, v=getattr(a, "value", None): v)
+    getters = [arg_getter(a, vars_) for a in args[1:]]
 
     if call.fn == "tx-ids":
         def tx_ids(vals: list) -> list:
