@@ -20,6 +20,9 @@ Two kinds of trie exist:
 ``Stack`` stacks the tables of the parts one join reads (copies of their rows; valid
 until one of them grows).
 
+``RunTable`` is the other kind of table: a trace's runs (``wcoj.trace``), one row per run,
+for the nested-time kernels of ``wcoj.kernels.lattice``.
+
 Used by ``indexes.trie`` (which decides when tries grow) and ``wcoj.generic_join``.
 
 >>> t = TrieTable.compact(np.array([[1, 2], [1, 3], [2, 3]]), np.array([1, 1, 1]))
@@ -40,7 +43,7 @@ import numpy.typing as npt
 from wcoj.kernels import memory as m
 from wcoj.kernels.store import NEED_ROOM, OK, OVERFLOW, apply_rows, fill, prefix_ranges, row_weights, walk
 
-__all__ = ["TrieTable", "MutableTable", "TableBlock", "Stack", "compact_size", "TABLE_FIELDS",
+__all__ = ["TrieTable", "MutableTable", "TableBlock", "Stack", "RunTable", "compact_size", "TABLE_FIELDS",
            # the kernels that read and change tables, for indexes/ (which reaches kernels only here)
            "apply_rows", "prefix_ranges", "row_weights", "read_only", "NEED_ROOM", "OK", "OVERFLOW"]
 
@@ -314,3 +317,40 @@ class Stack:
         self.first = np.fromiter(itertools.accumulate([p.arity for p in parts[:-1]], initial=0),
                                  dtype=np.int64, count=len(parts)) if parts else \
             np.zeros(0, dtype=np.int64)
+
+
+class RunTable:
+    """The runs of a trace, and a batch at one time, as the lattice kernels read them:
+    ``table`` is ``int64[runs, RUN_FIELDS + 2 d]`` (``wcoj.kernels.memory`` names the
+    fields), and ``keep`` holds what its addresses point at.
+
+    ``RunTable.row`` lays out one run's row; ``RunTable(rows, keep)`` stacks rows.
+
+    >>> keys = np.array([[1, 0, 2], [4, 1, 0]]); w = np.array([1, -1])
+    >>> rt = RunTable([RunTable.row(keys, w, (0, 0), (1, 2))], [keys, w])
+    >>> rt.table[0, m.RUN_N], rt.table[0, m.RUN_FIELDS:].tolist()
+    (np.int64(2), [0, 0, 1, 2])
+    """
+
+    __slots__ = ("table", "keep")
+
+    def __init__(self, rows: list[I64], keep: list):
+        d2 = rows[0].shape[0] if rows else m.RUN_FIELDS
+        self.table = np.stack(rows) if rows else np.zeros((0, d2), dtype=np.int64)
+        self.keep = keep
+
+    @staticmethod
+    def row(keys: I64, weights: I64, lo: tuple[int, ...], hi: tuple[int, ...]) -> I64:
+        """One run's row: ``keys`` ``int64[n, arity + d]`` (rows then times) and ``weights``
+        must be C-contiguous int64 and stay alive while a kernel reads the row."""
+        if not (keys.flags.c_contiguous and weights.flags.c_contiguous):
+            raise ValueError("a run table points at C-contiguous arrays only")
+        return np.array((_addr(keys), _addr(weights), weights.shape[0]) + tuple(lo) + tuple(hi),
+                        dtype=np.int64)
+
+    def plus_row(self, row: I64, keep: list) -> RunTable:
+        """This table with one more run (``keep``: the arrays that row points at)."""
+        out = RunTable.__new__(RunTable)
+        out.table = np.concatenate([self.table, row[None, :]]) if len(self.table) else row[None, :]
+        out.keep = [self.keep, keep]
+        return out

@@ -55,6 +55,7 @@ from wcoj.errors import ArityMismatchError, InputError
 from wcoj.indexed import IndexedZSet
 from wcoj.kernels.memory import read_only
 from wcoj.kernels.zsets import match_ranges_into
+from wcoj.tables import RunTable
 from wcoj.rows import Packing, column_bounds, group_starts, packing_for, row_order
 from wcoj.time import Box, Time, as_row
 from wcoj.zset import ZSet, consolidate_sorted_parts
@@ -113,7 +114,7 @@ _NO_ROWS = np.zeros(0, dtype=np.int64)
 class _Run:
     """One consolidated block: ``keys`` = row columns then time columns, with weights."""
 
-    __slots__ = ("z", "n", "n_key", "arity", "_packing", "packed", "tlo", "thi")
+    __slots__ = ("z", "n", "n_key", "arity", "_packing", "packed", "tlo", "thi", "_row")
 
     def __init__(self, z: ZSet, n_key: int, arity: int):
         self.z, self.n, self.n_key, self.arity = z, len(z), n_key, arity
@@ -123,6 +124,16 @@ class _Run:
         lows, highs = column_bounds(times) if len(z) else (None, None)
         self.tlo = tuple(lows.tolist()) if len(z) else None
         self.thi = tuple(highs.tolist()) if len(z) else None
+        self._row = None
+
+    def table_row(self) -> npt.NDArray[np.int64]:
+        """This run's row of a ``RunTable`` (made once; the run keeps its arrays alive)."""
+        if self._row is None:
+            k, w = self.z.keys, self.z.weights
+            if not (k.flags.c_contiguous and w.flags.c_contiguous):
+                self.z = ZSet(np.ascontiguousarray(k), np.ascontiguousarray(w))
+            self._row = RunTable.row(self.z.keys, self.z.weights, self.tlo, self.thi)
+        return self._row
 
     def __len__(self) -> int:
         return self.n
@@ -195,7 +206,7 @@ class Trace:
         Coordinates of a time: 1 at the root, 2 in a child circuit, ...
     """
 
-    __slots__ = ("arity", "n_key", "n_dims", "runs", "recent", "frontier", "_all")
+    __slots__ = ("arity", "n_key", "n_dims", "runs", "recent", "frontier", "_all", "_table")
 
     def __init__(self, arity: int, n_key: int | None = None, n_dims: int = 1,
                  runs: tuple[_Run, ...] = (), recent: tuple[_Run, ...] = (),
@@ -207,6 +218,7 @@ class Trace:
                                      f"key of {self.n_key} columns in rows of {self.arity}")
         self.runs, self.recent, self.frontier = runs, recent, frontier
         self._all = tuple(r for r in runs + recent if r.n)  # what every query walks (immutable)
+        self._table: RunTable | None = None  # the runs as the lattice kernels read them
 
     @classmethod
     def from_batches(cls, batches: Iterable[tuple[Time, ZSet | IndexedZSet]], arity: int | None = None,
@@ -339,6 +351,19 @@ class Trace:
             return keys.keys
         arr = np.asarray(keys, dtype=np.int64).reshape(-1, self.n_key)
         return ZSet.from_arrays(arr, arity=self.n_key).keys  # sorted, unique
+
+    def run_table(self, batch: ZSet | IndexedZSet | None = None, time: Time | None = None) -> RunTable:
+        """The runs, and ``batch`` at ``time`` as one more run, as the lattice kernels read
+        them (``wcoj.kernels.lattice``); the runs' part is made once per trace."""
+        if self._table is None:
+            self._table = RunTable([r.table_row() for r in self._all], self._all)
+        z = None if batch is None else _as_zset(batch)
+        if z is None or z.is_empty():
+            return self._table
+        row = self._time_row(time)
+        timed = self._timed(z, row)
+        w = np.ascontiguousarray(timed.weights)
+        return self._table.plus_row(RunTable.row(timed.keys, w, row, row), [timed.keys, w])
 
     def may_have(self, box: Box) -> bool:
         """False when no run can hold a time in ``box`` (a cheap test on time bounds)."""

@@ -29,7 +29,8 @@ from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic
 
 __all__ = ["load", "store", "prefetch", "cycles", "kernel", "row_kernel", "grown", "read_only", "TABLE_FIELDS", "V", "N", "LO", "HI", "BASE", "DENSE", "CAP",
-           "USED", "DEAD", "ROOM", "LIVE", "MINV", "MAXV", "NONUNIT"]
+           "USED", "DEAD", "ROOM", "LIVE", "MINV", "MAXV", "NONUNIT",
+           "RUN_FIELDS", "RUN_KEYS", "RUN_WEIGHTS", "RUN_N"]
 
 # A trie of arity r is described to the kernels by a table int64[r, TABLE_FIELDS], one row
 # per level (``wcoj.tables`` is the one Python module that builds, stacks and keeps them):
@@ -51,6 +52,16 @@ __all__ = ["load", "store", "prefetch", "cycles", "kernel", "row_kernel", "grown
 #   NONUNIT  at the last level: leaves whose weight is not 1 (0: the trie is a set)
 TABLE_FIELDS = 14
 V, N, LO, HI, BASE, DENSE, CAP, USED, DEAD, ROOM, LIVE, MINV, MAXV, NONUNIT = range(TABLE_FIELDS)
+
+# A trace's runs are handed to the lattice kernels (``wcoj.kernels.lattice``) as a run
+# table int64[runs, RUN_FIELDS + 2 d] (``wcoj.tables.RunTable`` builds it), one row per run:
+#
+#   RUN_KEYS     address of the run's keys, int64[n, arity + d] (rows then times), row-major
+#   RUN_WEIGHTS  address of its weights, int64[n]
+#   RUN_N        n
+#   then the run's coordinate-wise least time (d values) and greatest time (d values)
+RUN_FIELDS = 3
+RUN_KEYS, RUN_WEIGHTS, RUN_N = range(RUN_FIELDS)
 
 class _Kernel(CPUDispatcher):
     """A dispatcher that compiles one version per argument *types*: a kernel called from

@@ -17,7 +17,7 @@ from numba import njit
 from .memory import kernel, row_kernel
 
 __all__ = ["I64_MAX", "I64_MIN", "multiply_into", "segment_sum_into", "run_sums_into", "cross_multiply_into",
-           "sort_small_into", "radix_sort_into", "column_bounds_into", "pack_rows_into", "match_ranges_into", "merge_rows_into", "sum_adjacent_into", "corner_sums_into", "cross_rows_into", "SMALL_ROWS"]
+           "sort_small_into", "radix_sort_into", "column_bounds_into", "pack_rows_into", "match_ranges_into", "merge_rows_into", "sum_adjacent_into", "cross_rows_into", "SMALL_ROWS"]
 
 I64_MAX = np.iinfo(np.int64).max
 I64_MIN = np.iinfo(np.int64).min
@@ -396,27 +396,3 @@ def sum_adjacent_into(keys, w, out_keys, out_w):
             m += 1
         i = j
     return m, -1
-
-
-@kernel
-def corner_sums_into(idx, times, w, corners, out):
-    """``out[c, idx[i]] += w[i]`` for every entry ``i`` whose time is ``<= corners[c]``
-    coordinate-wise (the per-key integrals at the corners of a lattice time).
-
-    ``idx``: int64[n] slots in ``out``'s columns; ``times``: int64[n, d]; ``corners``:
-    int64[c, d]; ``out``: int64[c, m], zeroed by the caller. Returns the first entry whose
-    addition leaves int64, or -1.
-    """
-    for i in range(idx.shape[0]):
-        for c in range(corners.shape[0]):
-            inside = True
-            for j in range(times.shape[1]):
-                if times[i, j] > corners[c, j]:
-                    inside = False
-                    break
-            if inside:
-                k = idx[i]
-                if _add_overflows(out[c, k], w[i]):
-                    return i
-                out[c, k] += w[i]
-    return -1

@@ -9,8 +9,9 @@ change of ``I(a) ⋈ I(b)`` at a root tick is (DBSP §3, Dialog notes §2.9.13):
 with the last term's value columns put back in (a, b) order. Over nested times the change
 at ``t`` is ``Σ_{t1 ⊔ t2 = t} a[t1] ⋈ b[t2]``; splitting each coordinate j into
 "``a`` is at ``t_j`` and ``b`` at most ``t_j``" or "``a`` before ``t_j`` and ``b`` at ``t_j``"
-gives 2^d terms, each a join of two time boxes of the traces (``join_lattice``). In each term
-one side lies in the current epoch (small); the other side is looked up by its keys.
+gives 2^d terms, each a join of two time boxes of the traces (``join_lattice``, one kernel
+call: ``wcoj.kernels.lattice``). In each term one side lies in the current epoch (small);
+the other side is looked up by its keys.
 
 Relies on ``wcoj.indexed`` (the bilinear ``join``), ``wcoj.trace`` and ``wcoj.circuit``.
 """
@@ -18,20 +19,21 @@ Relies on ``wcoj.indexed`` (the bilinear ``join``), ``wcoj.trace`` and ``wcoj.ci
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import product
 from typing import Any
 
 import numpy as np
 
 from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
-from wcoj.errors import CircuitError
-from wcoj.indexed import IndexedZSet
+from wcoj.errors import CircuitError, WeightOverflowError
+from wcoj.indexed import IndexedZSet, _join_maps
+from wcoj.kernels.lattice import OK, PRODUCT_OVERFLOW, lattice_join
+from wcoj.kernels.memory import read_only
 from wcoj.operators.linear import infer_arity
 from wcoj.operators.traces import _idle, _soonest, epoch_keys, integrate_trace, next_iteration
 from wcoj.rows import Columns
-from wcoj.time import Box, Time, as_row
+from wcoj.time import Time, as_row
 from wcoj.trace import Trace
-from wcoj.zset import ZSet, consolidate_sorted_parts
+from wcoj.zset import ZSet, raise_overflow
 
 __all__ = ["JoinStream", "JoinTrace", "JoinLattice", "join_stream", "join_trace", "join_lattice",
            "incremental_join", "fold_map"]
@@ -64,29 +66,6 @@ def join_trace(batch: IndexedZSet, trace: Trace, fn: Callable | None = None, fli
     return other.join(batch, fn) if flip else batch.join(other, fn)
 
 
-def _sides(t: tuple[int, ...], m: tuple[int, ...]) -> tuple[Box, Box]:
-    a_lo = [x if mj else None for x, mj in zip(t, m)]
-    a_hi = [x if mj else x - 1 for x, mj in zip(t, m)]
-    b_lo = [None if mj else x for x, mj in zip(t, m)]
-    return Box(a_lo, a_hi), Box(b_lo, list(t))
-
-
-def _with_batch(prior: Trace, batch: IndexedZSet, t: tuple[int, ...], box: Box,
-                keys: ZSet | None = None) -> ZSet:
-    """``(prior + batch at t).select(box, keys)`` without building that trace."""
-    z = prior.select(box, keys) if prior.may_have(box) else ZSet.empty(prior.arity)
-    if batch.is_empty() or not box.contains(t):
-        return z
-    add = batch if keys is None else batch.restrict(keys)
-    return z.plus(add.zset)
-
-
-def _size_in(prior: Trace, batch: IndexedZSet, t: tuple[int, ...], box: Box) -> int:
-    """An upper bound of the rows of ``prior + batch at t`` in ``box`` (run sizes only)."""
-    n = sum(r.n for r in prior._all_runs() if box.may_overlap(r.tlo, r.thi))
-    return n + (len(batch) if box.contains(t) else 0)
-
-
 def join_lattice(a: IndexedZSet, b: IndexedZSet, a_prior: Trace, b_prior: Trace, time: Time,
                  fn: Callable | None = None, arity: int | None = None) -> ZSet:
     """``Σ_{t1 ⊔ t2 = time} a[t1] ⋈ b[t2]`` with ``a``, ``b`` the deltas at ``time`` and the
@@ -103,38 +82,21 @@ def join_lattice(a: IndexedZSet, b: IndexedZSet, a_prior: Trace, b_prior: Trace,
     t = as_row(time)
     nk = a_prior.n_key
     cols = fn if isinstance(fn, Columns) else None  # written by the join itself
-    keys, weights = [], []
-    for m in product((1, 0), repeat=len(t)):
-        abox, bbox = _sides(t, m)
-        if abox.is_empty():
-            continue
-        if not (a_prior.may_have(abox) or (not a.is_empty() and abox.contains(t))):
-            continue
-        if not (b_prior.may_have(bbox) or (not b.is_empty() and bbox.contains(t))):
-            continue
-        if _size_in(a_prior, a, t, abox) <= _size_in(b_prior, b, t, bbox):  # small side first
-            za = _with_batch(a_prior, a, t, abox)
-            if za.is_empty():
-                continue
-            zb = _with_batch(b_prior, b, t, bbox, IndexedZSet(za, nk).group_keys())
-        else:
-            zb = _with_batch(b_prior, b, t, bbox)
-            if zb.is_empty():
-                continue
-            za = _with_batch(a_prior, a, t, abox, IndexedZSet(zb, nk).group_keys())
-        pk, pw = IndexedZSet(za, nk).join_rows(IndexedZSet(zb, nk), cols)
-        if len(pw):
-            keys.append(pk)
-            weights.append(pw)
     width = a_prior.arity + b_prior.arity - nk
-    if fn is None:  # every part is sorted and unique: merge them
-        return consolidate_sorted_parts(list(zip(keys, weights)), width)
-    out_arity = width if arity is None else arity
-    if not keys:
+    a_map, b_map = _join_maps(a_prior.arity, nk, width, None if cols is None else cols.cols)
+    ta, tb = a_prior.run_table(a, t), b_prior.run_table(b, t)
+    k, w, m, status, x, y = lattice_join(read_only(ta.table), read_only(tb.table), nk, a_prior.arity,
+                                         b_prior.arity, read_only(np.array(t, dtype=np.int64)),
+                                         read_only(a_map), read_only(b_map))
+    if status == PRODUCT_OVERFLOW:
+        raise_overflow("*", x, y, tuple(k[m].tolist()))
+    if status != OK:
+        raise WeightOverflowError("join: a row's weight summed over its times does not fit in int64")
+    out_arity = width if fn is None or arity is None else arity
+    if not m:
         return ZSet.empty(out_arity)
-    k = keys[0] if len(keys) == 1 else np.concatenate(keys)
-    w = weights[0] if len(weights) == 1 else np.concatenate(weights)
-    if cols is None:
+    k, w = k[:m], w[:m]
+    if fn is not None and cols is None:
         k = np.asarray(fn(k)).reshape(k.shape[0], -1)
     return ZSet.from_arrays(k, w, arity=out_arity)
 

@@ -15,6 +15,8 @@ inverse of the nested integration, DBSP §6). At the root this is ``f(V(t)) - f(
 in a child it is the four-term rule with w1, w2, w3 of ``distinct_trace``. Only keys that
 can change are evaluated (``candidate_keys``): the batch's keys, and keys of the current
 epoch that earlier epochs touched at the same iteration, found by key and time-bound lookups.
+For ``distinct`` over whole rows (the recursion's) the candidates and their corner sums are
+one kernel call over the trace's runs (``wcoj.kernels.lattice.lattice_distinct``).
 
 Relies on ``wcoj.circuit``, ``wcoj.trace`` and ``wcoj.time``. Used by ``distinct``,
 ``aggregate`` and the recursion.
@@ -31,9 +33,10 @@ import numpy as np
 from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
 from wcoj.errors import CircuitError, WeightOverflowError
 from wcoj.indexed import IndexedZSet
-from wcoj.kernels.zsets import corner_sums_into
+from wcoj.kernels.memory import read_only
+from wcoj.kernels.lattice import lattice_distinct
 from wcoj.time import Box, Time, as_row
-from wcoj.trace import Trace, row_ids
+from wcoj.trace import Trace
 from wcoj.zset import ZSet
 
 __all__ = ["TraceAppend", "UntimedTraceAppend", "Z1Trace", "integrate_trace", "lattice_delta",
@@ -58,7 +61,7 @@ def candidate_keys(batch: ZSet | IndexedZSet, prior: Trace, time: Time) -> np.nd
     mine = ZSet.from_arrays(z.keys[:, :nk], arity=nk).keys
     if len(t) == 1:
         return mine
-    boxes = [Box([x if k == j else None for k, x in enumerate(t)], t) for j in range(len(t))]
+    boxes = _epoch_boxes(t)
     if not all(prior.may_have(b) for b in boxes):
         return mine
     cand = prior.keys_in(boxes[0])
@@ -138,27 +141,21 @@ def _entries_with(prior: Trace, batch: ZSet, t: tuple[int, ...], keys: np.ndarra
             np.concatenate([w, batch.weights]))
 
 
-def _distinct_delta(cand: np.ndarray, rows: np.ndarray, times: np.ndarray, w: np.ndarray,
-                    t: tuple[int, ...]) -> ZSet:
-    """``lattice_delta`` of ``distinct`` over whole rows: per candidate row, the integral
-    at every corner in one kernel pass, then ``Σ_S (-1)^|S| H(corner sum)``. ``cand`` is
-    sorted and unique, so the result needs no sort."""
-    cid, rid = row_ids(cand, rows)
-    idx = np.searchsorted(cid, rid)
-    corners = _corners(t)
-    sums = np.zeros((len(corners), cand.shape[0]), dtype=np.int64)
-    bad = corner_sums_into(idx, np.ascontiguousarray(times), w,
-                           np.array([s for _, s in corners], dtype=np.int64).reshape(len(corners), len(t)),
-                           sums)
+def _distinct_delta(batch: ZSet, prior: Trace, t: tuple[int, ...]) -> ZSet:
+    """``lattice_delta`` of ``distinct`` over whole rows: one kernel call over the trace's
+    runs and the batch (``wcoj.kernels.lattice.lattice_distinct``)."""
+    table = prior.run_table(batch, t)
+    k, w, m, bad = lattice_distinct(read_only(table.table), len(prior._all_runs()), prior.arity,
+                                    read_only(np.array(t, dtype=np.int64)))
     if bad >= 0:
         raise WeightOverflowError(f"distinct: the accumulated weight of row "
-                                  f"{tuple(rows[bad].tolist())} does not fit in int64")
-    d = np.zeros(cand.shape[0], dtype=np.int64)
-    for (n, _), s in zip(corners, sums):
-        h = (s > 0).astype(np.int64)
-        d += h if n % 2 == 0 else -h
-    keep = d != 0
-    return ZSet(np.ascontiguousarray(cand[keep]), d[keep])
+                                  f"{tuple(k[m].tolist())} does not fit in int64")
+    return ZSet(k[:m], w[:m]) if m else ZSet.empty(prior.arity)
+
+
+def _epoch_boxes(t: tuple[int, ...]) -> list[Box]:
+    """For each coordinate j, the box of the times ``<= t`` whose j-th coordinate is ``t_j``."""
+    return [Box([x if k == j else None for k, x in enumerate(t)], t) for j in range(len(t))]
 
 
 def lattice_delta(f: Callable[[ZSet], ZSet], batch: ZSet | IndexedZSet, prior: Trace, time: Time,
@@ -174,13 +171,13 @@ def lattice_delta(f: Callable[[ZSet], ZSet], batch: ZSet | IndexedZSet, prior: T
     {(1,): -1, (2,): 1}
     """
     t = as_row(time)
+    if f is ZSet.distinct and prior.n_key == prior.arity == out_arity:
+        return _distinct_delta(_rows(batch), prior, t)
     cand = candidate_keys(batch, prior, t)
     if not len(cand):
         return ZSet.empty(out_arity)
     # One key-restricted scan of the trace; the 2^d corners are masks over its times.
     rows, times, w = _entries_with(prior, _rows(batch), t, cand)
-    if f is ZSet.distinct and prior.n_key == prior.arity == out_arity:
-        return _distinct_delta(cand, rows, times, w, t)
     keys, weights = [], []
     for n, s in _corners(t):
         m = np.all(times <= s, axis=1)

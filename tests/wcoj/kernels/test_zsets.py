@@ -219,27 +219,6 @@ def test_sum_adjacent_reports_overflow():
     assert wk.sum_adjacent_into(k, np.array([I64_MAX, 1], np.int64), out_k, out_w)[1] == 1
 
 
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), st.integers(0, 2),
-                          st.integers(-3, 3)), max_size=20))
-def test_corner_sums_equal_a_loop_over_the_corners(entries):
-    corners = [(2, 2), (1, 2), (2, 1), (1, 1)]
-    idx = arr([e[0] for e in entries])
-    times = np.array([e[1:3] for e in entries], np.int64).reshape(len(entries), 2)
-    w = arr([e[3] for e in entries])
-    out = np.zeros((len(corners), 4), np.int64)
-    assert wk.corner_sums_into(idx, times, w, np.array(corners, np.int64), out) == -1
-    want = [[sum(e[3] for e in entries if e[0] == k and e[1] <= c[0] and e[2] <= c[1])
-             for k in range(4)] for c in corners]
-    assert out.tolist() == want
-
-
-def test_corner_sums_report_overflow():
-    out = np.zeros((1, 1), np.int64)
-    bad = wk.corner_sums_into(arr([0, 0]), np.zeros((2, 1), np.int64), arr([I64_MAX, 1]),
-                              np.zeros((1, 1), np.int64), out)
-    assert bad == 1
-
-
 @given(matched_runs())
 def test_cross_rows_into_equals_the_products_and_gathers_of_the_twin(runs):
     """Rows ``ka[i] ++ kb[j, 1:]`` and weights ``wa[i] * wb[j]`` in the twin's order; the

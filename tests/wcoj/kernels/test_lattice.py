@@ -1,0 +1,121 @@
+"""The lattice kernels against brute force over every entry of the runs they read: the
+change of ``distinct`` and the lattice join at a nested time. Also run with
+``NUMBA_DISABLE_JIT=1`` by ``./dev test`` (the kernels then read the runs through ctypes)."""
+
+import itertools
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from wcoj.kernels.lattice import OK, PRODUCT_OVERFLOW, SUM_OVERFLOW, lattice_distinct, lattice_join
+from wcoj.tables import RunTable
+
+I64_MAX = np.iinfo(np.int64).max
+D = 2  # (epoch, iteration) times
+
+
+def table(runs, width):
+    """A run table of ``runs``, each a list of ``(row, time, weight)`` entries (rows of
+    ``width`` columns); equal (row, time) entries of a run add up, as in a consolidated run."""
+    rows, keep = [], []
+    for entries in runs:
+        acc = {}
+        for row, time, w in entries:
+            acc[tuple(row) + tuple(time)] = acc.get(tuple(row) + tuple(time), 0) + w
+        items = sorted((k, w) for k, w in acc.items() if w)
+        if not items:
+            continue
+        keys = np.array([k for k, _ in items], dtype=np.int64).reshape(len(items), width + D)
+        w = np.array([w for _, w in items], dtype=np.int64)
+        times = keys[:, width:]
+        rows.append(RunTable.row(keys, w, tuple(times.min(axis=0).tolist()), tuple(times.max(axis=0).tolist())))
+        keep += [keys, w]
+    return RunTable(rows, keep), len(rows)
+
+
+def below(s, t):
+    return all(a <= b for a, b in zip(s, t))
+
+
+def corners(t):
+    for S in itertools.product((0, 1), repeat=len(t)):
+        c = tuple(x - b for x, b in zip(t, S))
+        if min(c) >= 0:
+            yield c, (-1) ** sum(S)
+
+
+times = st.tuples(st.integers(0, 2), st.integers(0, 3))
+entry = st.tuples(st.tuples(st.integers(0, 3)), times, st.integers(-2, 2))
+
+
+@settings(max_examples=300)
+@given(st.lists(st.lists(entry, max_size=8), max_size=4), st.lists(st.tuples(st.integers(0, 3)), unique=True, max_size=3),
+       st.lists(st.sampled_from([-1, 1, 2]), min_size=3, max_size=3), times)
+def test_lattice_distinct_is_the_inclusion_exclusion_over_every_row(prior, batch_rows, bw, t):
+    batch = sorted(batch_rows)
+    rt, n_prior = table(prior + [[(r, t, w) for r, w in zip(batch, bw)]], 1)
+    k, w, m, bad = lattice_distinct(rt.table, n_prior, 1, np.array(t, dtype=np.int64))
+    assert bad == -1
+    entries = [e for run in prior for e in run] + [(r, t, w) for r, w in zip(batch, bw)]
+    want = {}
+    for row in sorted({e[0] for e in entries}):
+        d = sum(sign * (sum(w for r, s, w in entries if r == row and below(s, c)) > 0)
+                for c, sign in corners(t))
+        if d:
+            want[row] = d
+    got = {tuple(k[i].tolist()): int(w[i]) for i in range(m)}
+    assert got == want
+    assert [tuple(k[i].tolist()) for i in range(m)] == sorted(got)  # sorted rows
+
+
+def test_lattice_distinct_reports_the_row_whose_sum_overflows():
+    rt, n = table([[((4,), (0, 0), I64_MAX)], [((4,), (0, 1), 1)]], 1)
+    k, w, m, bad = lattice_distinct(rt.table, n, 1, np.array([0, 1], dtype=np.int64))
+    assert bad >= 0 and k[m].tolist() == [4]
+
+
+pair = st.tuples(st.tuples(st.integers(0, 2), st.integers(0, 2)), times, st.integers(-2, 2))
+
+
+@settings(max_examples=300)
+@given(st.lists(st.lists(pair, max_size=6), max_size=3), st.lists(st.lists(pair, max_size=6), max_size=3),
+       times, st.booleans())
+def test_lattice_join_is_the_sum_over_time_pairs_that_meet_at_t(a_runs, b_runs, t, project):
+    ta, _ = table(a_runs, 2)
+    tb, _ = table(b_runs, 2)
+    cols = (2, 0) if project else (0, 1, 2)  # (b value, key) or the whole joined row
+    src = np.array(cols, dtype=np.int64)
+    out = np.arange(len(cols), dtype=np.int64)
+    a_map = np.stack([out[src < 2], src[src < 2]])
+    b_map = np.stack([out[src >= 2], src[src >= 2] - 2 + 1])
+    k, w, m, status, _, _ = lattice_join(ta.table, tb.table, 1, 2, 2, np.array(t, dtype=np.int64), a_map, b_map)
+    assert status == OK
+    got = {}
+    for i in range(m):
+        row = tuple(k[i].tolist())
+        got[row] = got.get(row, 0) + int(w[i])
+    want = {}
+    for ra, sa, wa in (e for run in a_runs for e in run):
+        for rb, sb, wb in (e for run in b_runs for e in run):
+            if ra[0] == rb[0] and tuple(max(x, y) for x, y in zip(sa, sb)) == t:
+                joined = (ra[0], ra[1], rb[1])
+                row = tuple(joined[c] for c in cols)
+                want[row] = want.get(row, 0) + wa * wb
+    assert {r: x for r, x in got.items() if x} == {r: x for r, x in want.items() if x}
+
+
+def test_lattice_join_reports_overflow():
+    a = [[((1, 5), (0, 1), I64_MAX)]]
+    b = [[((1, 7), (0, 0), 2)]]
+    ta, _ = table(a, 2)
+    tb, _ = table(b, 2)
+    maps = (np.array([[0, 1], [0, 1]], dtype=np.int64), np.array([[2], [1]], dtype=np.int64))
+    k, w, m, status, x, y = lattice_join(ta.table, tb.table, 1, 2, 2, np.array([0, 1], dtype=np.int64), *maps)
+    assert status == PRODUCT_OVERFLOW and {int(x), int(y)} == {I64_MAX, 2}
+    assert k[m].tolist() == [1, 5, 7]
+    two = [[((1, 5), (0, 0), I64_MAX)], [((1, 5), (0, 1), 1)]]  # one row, two times: the sum overflows
+    ta, _ = table(two, 2)
+    tb, _ = table([[((1, 7), (0, 2), 1)]], 2)
+    status = lattice_join(ta.table, tb.table, 1, 2, 2, np.array([0, 2], dtype=np.int64), *maps)[3]
+    assert status == SUM_OVERFLOW

@@ -1,0 +1,377 @@
+"""Nested-time traces: the lattice join and distinct's corner sums, walking a trace's runs.
+
+A trace run (``wcoj.trace``) is ``int64[n, arity + d]``, rows then times, sorted, with a
+weight per entry. ``lattice_join`` reads every run of two traces through a *run table*,
+``int64[runs, RUN_FIELDS + 2 d]`` (``wcoj.tables.RunTable`` lays it out and keeps the runs
+alive; ``memory`` names the fields): per run the addresses of its keys and weights, its
+length, and the coordinate-wise least and greatest time it holds, so a run whose times miss
+a box is skipped without a look.
+
+``lattice_distinct`` is the change of ``distinct`` at ``t`` (the inclusion-exclusion over
+the corners of ``t`` of ``wcoj.operators.traces.lattice_delta``), and ``lattice_join`` is
+``Σ_{t1 ⊔ t2 = t} a[t1] ⋈ b[t2]`` (``wcoj.operators.join``): one term
+per corner ``m`` of ``{0, 1}^d``, where the a side takes the times ``t1`` with ``t1_j =
+t_j`` for ``m_j = 1`` and ``t1_j < t_j`` otherwise, and the b side those with ``t2_j <=
+t_j``, equal where ``m_j = 0``. Each side is consolidated per row within the box, as
+``Trace.select`` would; the smaller side (by the run sizes in its box) is gathered whole and
+the other side is looked up by its keys, galloping forward through each run.
+
+Inputs are int64; weights are checked (a sum or product that leaves int64 is reported,
+never wrapped).
+"""
+
+import numpy as np
+
+from .memory import RUN_FIELDS, RUN_KEYS, RUN_N, RUN_WEIGHTS, grown, kernel, load, row_kernel
+from .zsets import _add_overflows, _mul_overflows
+
+__all__ = ["lattice_join", "lattice_distinct", "OK", "SUM_OVERFLOW", "PRODUCT_OVERFLOW"]
+
+OK, SUM_OVERFLOW, PRODUCT_OVERFLOW = 0, 1, 2
+_NEG = -(2 ** 62)  # below every time: an open lower bound
+
+
+@row_kernel
+def _cmp_at(p, q, width):
+    """-1, 0 or 1: the first ``width`` int64s at address ``p`` against those at ``q``."""
+    for c in range(width):
+        x, y = load(p, c), load(q, c)
+        if x < y:
+            return -1
+        if x > y:
+            return 1
+    return 0
+
+
+@row_kernel
+def _in_box(p, col, lo, hi):
+    """True when the time stored at ``p`` from column ``col`` lies in ``[lo, hi]``."""
+    for j in range(lo.shape[0]):
+        x = load(p, col + j)
+        if x < lo[j] or x > hi[j]:
+            return False
+    return True
+
+
+@row_kernel
+def _run_meets(table, r, lo, hi):
+    """True when run ``r``'s time bounds may hold a time in ``[lo, hi]``."""
+    d = lo.shape[0]
+    if table[r, RUN_N] == 0:
+        return False
+    for j in range(d):
+        if table[r, RUN_FIELDS + j] > hi[j] or table[r, RUN_FIELDS + d + j] < lo[j]:
+            return False
+    return True
+
+
+@kernel
+def _sort_rows(addr, w, n, width):
+    """Sort ``addr[:n]`` (row addresses, ``w`` alongside) by the rows' first ``width``
+    values: a stable bottom-up merge sort. Returns the sorted pair."""
+    a, b = addr[:n].copy(), w[:n].copy()
+    ta, tb = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    size = 1
+    while size < n:
+        for lo in range(0, n, 2 * size):
+            mid, hi = min(lo + size, n), min(lo + 2 * size, n)
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if _cmp_at(a[j], a[i], width) < 0:
+                    ta[k], tb[k] = a[j], b[j]
+                    j += 1
+                else:
+                    ta[k], tb[k] = a[i], b[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                ta[k], tb[k] = a[i], b[i]
+                i += 1
+                k += 1
+            while j < hi:
+                ta[k], tb[k] = a[j], b[j]
+                j += 1
+                k += 1
+        a, ta = ta, a
+        b, tb = tb, b
+        size *= 2
+    return a, b
+
+
+@kernel
+def _consolidate(addr, w, n, width):
+    """Sort ``n`` entries by row and add the weights of equal rows, dropping zero sums:
+    ``(addrs, weights, m, bad)`` with ``bad`` the entry whose sum leaves int64, or -1."""
+    a, b = _sort_rows(addr, w, n, width)
+    m = 0
+    i = 0
+    while i < n:
+        acc = b[i]
+        j = i + 1
+        while j < n and _cmp_at(a[j], a[i], width) == 0:
+            if _add_overflows(acc, b[j]):
+                return a, b, m, j
+            acc += b[j]
+            j += 1
+        if acc != 0:
+            a[m], b[m] = a[i], acc
+            m += 1
+        i = j
+    return a, b, m, -1
+
+
+@kernel
+def _gather_box(table, width, lo, hi):
+    """Every entry of the runs in ``table`` whose time lies in ``[lo, hi]``, consolidated
+    per row: ``(row addresses, weights, m, bad)``."""
+    total = 0
+    for r in range(table.shape[0]):
+        if _run_meets(table, r, lo, hi):
+            total += table[r, RUN_N]
+    addr, w = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
+    n = 0
+    stride = 8 * (width + lo.shape[0])
+    for r in range(table.shape[0]):
+        if not _run_meets(table, r, lo, hi):
+            continue
+        base, wb = table[r, RUN_KEYS], table[r, RUN_WEIGHTS]
+        for p in range(table[r, RUN_N]):
+            row = base + stride * p
+            if _in_box(row, width, lo, hi):
+                addr[n], w[n] = row, load(wb, p)
+                n += 1
+    return _consolidate(addr, w, n, width)
+
+
+@row_kernel
+def _seek(base, stride, lo, n, key, nk):
+    """The first position in ``[lo, n)`` of a run whose key (first ``nk`` values) is not
+    below the key at address ``key``: galloping from ``lo``."""
+    if lo >= n or _cmp_at(base + stride * lo, key, nk) >= 0:
+        return lo
+    step, prev, cur = 1, lo, lo + 1
+    while cur < n and _cmp_at(base + stride * cur, key, nk) < 0:
+        prev = cur
+        step *= 2
+        cur = prev + step
+    a, b = prev + 1, min(cur, n)
+    while a < b:
+        mid = (a + b) >> 1
+        if _cmp_at(base + stride * mid, key, nk) < 0:
+            a = mid + 1
+        else:
+            b = mid
+    return a
+
+
+@kernel
+def lattice_join(ta, tb, nk, arity_a, arity_b, t, a_map, b_map):
+    """``Σ_{t1 ⊔ t2 = t} a[t1] ⋈ b[t2]`` over the runs of two traces (module docstring),
+    unconsolidated: ``(keys, weights, m, status, x, y)``, the first ``m`` rows valid.
+
+    ``ta``/``tb``: run tables of the a and b traces (each with the batch at ``t`` as one
+    more run); rows join on their first ``nk`` columns. Output column ``a_map[0, c]`` gets
+    a row's column ``a_map[1, c]`` and ``b_map[0, c]`` b's column ``b_map[1, c]`` (as in
+    ``zsets.cross_rows_into``). ``status`` is OK, or SUM_OVERFLOW / PRODUCT_OVERFLOW with
+    ``x``, ``y`` the two weights that do not add up or multiply in int64 (row ``m`` then
+    holds the output row at fault, for a product).
+    """
+    d = t.shape[0]
+    width = a_map.shape[1] + b_map.shape[1]
+    cap = 16
+    out_k, out_w = np.empty((cap, width), dtype=np.int64), np.empty(cap, dtype=np.int64)
+    m = 0
+    alo, ahi = np.empty(d, dtype=np.int64), np.empty(d, dtype=np.int64)
+    blo, bhi = np.empty(d, dtype=np.int64), np.empty(d, dtype=np.int64)
+    for mask in range(1 << d):
+        empty = False
+        for j in range(d):
+            if (mask >> j) & 1:
+                alo[j], ahi[j], blo[j], bhi[j] = t[j], t[j], _NEG, t[j]
+            else:
+                alo[j], ahi[j], blo[j], bhi[j] = _NEG, t[j] - 1, t[j], t[j]
+                empty = empty or t[j] == 0  # times are never negative
+        if empty:
+            continue
+        na = nb = 0
+        for r in range(ta.shape[0]):
+            if _run_meets(ta, r, alo, ahi):
+                na += ta[r, RUN_N]
+        for r in range(tb.shape[0]):
+            if _run_meets(tb, r, blo, bhi):
+                nb += tb[r, RUN_N]
+        if na == 0 or nb == 0:
+            continue
+        a_drives = na <= nb
+        if a_drives:
+            s_addr, s_w, ns, bad = _gather_box(ta, arity_a, alo, ahi)
+            ot, ow, olo, ohi = tb, arity_b, blo, bhi
+        else:
+            s_addr, s_w, ns, bad = _gather_box(tb, arity_b, blo, bhi)
+            ot, ow, olo, ohi = ta, arity_a, alo, ahi
+        if bad >= 0:
+            return out_k, out_w, m, SUM_OVERFLOW, 0, 0
+        ostride = 8 * (ow + d)
+        cur = np.zeros(ot.shape[0], dtype=np.int64)
+        g = 0
+        while g < ns:
+            key = s_addr[g]
+            h = g + 1
+            while h < ns and _cmp_at(s_addr[h], key, nk) == 0:
+                h += 1
+            # the other side's entries of this key in its box, from every run
+            cnt = 0
+            for r in range(ot.shape[0]):
+                if not _run_meets(ot, r, olo, ohi):
+                    continue
+                base, n = ot[r, RUN_KEYS], ot[r, RUN_N]
+                p = _seek(base, ostride, cur[r], n, key, nk)
+                cur[r] = p
+                while p < n and _cmp_at(base + ostride * p, key, nk) == 0:
+                    cnt += 1
+                    p += 1
+            if cnt:
+                o_addr, o_w = np.empty(cnt, dtype=np.int64), np.empty(cnt, dtype=np.int64)
+                k = 0
+                for r in range(ot.shape[0]):
+                    if not _run_meets(ot, r, olo, ohi):
+                        continue
+                    base, wbase, n = ot[r, RUN_KEYS], ot[r, RUN_WEIGHTS], ot[r, RUN_N]
+                    p = cur[r]
+                    while p < n and _cmp_at(base + ostride * p, key, nk) == 0:
+                        row = base + ostride * p
+                        if _in_box(row, ow, olo, ohi):
+                            o_addr[k], o_w[k] = row, load(wbase, p)
+                            k += 1
+                        p += 1
+                o_addr, o_w, no, bad = _consolidate(o_addr, o_w, k, ow)
+                if bad >= 0:
+                    return out_k, out_w, m, SUM_OVERFLOW, 0, 0
+                if m + (h - g) * no > cap:
+                    cap = max(2 * cap, m + (h - g) * no)
+                    out_k, out_w = grown(out_k, m, cap), grown(out_w, m, cap)
+                for i in range(g, h):
+                    for q in range(no):
+                        ra, wa_ = (s_addr[i], s_w[i]) if a_drives else (o_addr[q], o_w[q])
+                        rb, wb_ = (o_addr[q], o_w[q]) if a_drives else (s_addr[i], s_w[i])
+                        for c in range(a_map.shape[1]):
+                            out_k[m, a_map[0, c]] = load(ra, a_map[1, c])
+                        for c in range(b_map.shape[1]):
+                            out_k[m, b_map[0, c]] = load(rb, b_map[1, c])
+                        if _mul_overflows(wa_, wb_):
+                            return out_k, out_w, m, PRODUCT_OVERFLOW, wa_, wb_
+                        out_w[m] = wa_ * wb_
+                        m += 1
+            g = h
+    return out_k, out_w, m, OK, 0, 0
+
+
+@kernel
+def lattice_distinct(table, n_prior, arity, t):
+    """The change of ``distinct`` at the lattice time ``t`` over whole rows
+    (``wcoj.operators.traces.lattice_delta``): ``(rows, weights, m, bad)``, the first ``m``
+    rows valid, sorted; ``bad`` >= 0 when a row's corner sum leaves int64 (row ``m``
+    then holds that row), else -1.
+
+    ``table``: the run table of the prior trace (its first ``n_prior`` runs) and the batch
+    at ``t`` (the runs after). The candidates are the batch's rows, and when every
+    coordinate's slice ``{s <= t, s_j = t_j}`` meets a prior run (else no other row can
+    change), every row with an entry of the current epoch up to ``t``. For each, its
+    integral ``V`` at every corner ``t - e_S`` (``S`` a set of coordinates, the corner a
+    valid time) and ``Σ_S (-1)^|S| H(V(t - e_S))``; a row that cannot change comes out 0.
+    """
+    d = t.shape[0]
+    corners = np.empty((1 << d, d), dtype=np.int64)
+    signs = np.empty(1 << d, dtype=np.int64)
+    nco = 0
+    for mask in range(1 << d):
+        valid, sign = True, 1
+        for j in range(d):
+            bit = (mask >> j) & 1
+            corners[nco, j] = t[j] - bit
+            valid = valid and t[j] - bit >= 0
+            sign = -sign if bit else sign
+        if valid:
+            signs[nco] = sign
+            nco += 1
+    lo, hi = np.empty(d, dtype=np.int64), t.copy()
+    scan = d > 1
+    for j in range(d):  # does every slice meet a prior run?
+        for c in range(d):
+            lo[c] = t[c] if c == j else _NEG
+        met = False
+        for r in range(n_prior):
+            met = met or _run_meets(table, r, lo, hi)
+        scan = scan and met
+    for c in range(d):
+        lo[c] = t[c] if c == 0 else _NEG
+    total = 0
+    for r in range(table.shape[0]):
+        if r >= n_prior or (scan and _run_meets(table, r, lo, hi)):
+            total += table[r, RUN_N]
+    cand = np.empty(total, dtype=np.int64)
+    zero = np.zeros(total, dtype=np.int64)
+    n = 0
+    stride = 8 * (arity + d)
+    for r in range(table.shape[0]):
+        if r < n_prior and not (scan and _run_meets(table, r, lo, hi)):
+            continue
+        base = table[r, RUN_KEYS]
+        for p in range(table[r, RUN_N]):
+            row = base + stride * p
+            if r >= n_prior or _in_box(row, arity, lo, hi):
+                if n == 0 or _cmp_at(cand[n - 1], row, arity) != 0:  # a run's rows are sorted
+                    cand[n] = row
+                    n += 1
+    cand, _ = _sort_rows(cand, zero, n, arity)
+    nc = 0
+    for i in range(n):  # unique rows
+        if nc == 0 or _cmp_at(cand[nc - 1], cand[i], arity) != 0:
+            cand[nc] = cand[i]
+            nc += 1
+    nr = table.shape[0]
+    for c in range(d):
+        lo[c] = _NEG
+    live = np.zeros(nr, dtype=np.bool_)  # the runs with a time <= t
+    for r in range(nr):
+        live[r] = _run_meets(table, r, lo, hi)
+    cur = np.zeros(nr, dtype=np.int64)
+    sums = np.zeros(nco, dtype=np.int64)
+    out_k, out_w = np.empty((nc, arity), dtype=np.int64), np.empty(nc, dtype=np.int64)
+    m = 0
+    for k in range(nc):
+        key = cand[k]
+        for c in range(nco):
+            sums[c] = 0
+        for r in range(nr):
+            if not live[r]:
+                continue
+            base, wbase, nn = table[r, RUN_KEYS], table[r, RUN_WEIGHTS], table[r, RUN_N]
+            p = _seek(base, stride, cur[r], nn, key, arity)
+            while p < nn and _cmp_at(base + stride * p, key, arity) == 0:
+                row = base + stride * p
+                for c in range(nco):
+                    inside = True
+                    for j in range(d):
+                        if load(row, arity + j) > corners[c, j]:
+                            inside = False
+                            break
+                    if inside:
+                        x = load(wbase, p)
+                        if _add_overflows(sums[c], x):
+                            for q in range(arity):  # row m: the row at fault
+                                out_k[m, q] = load(key, q)
+                            return out_k, out_w, m, k
+                        sums[c] += x
+                p += 1
+            cur[r] = p
+        delta = 0
+        for c in range(nco):
+            if sums[c] > 0:
+                delta += signs[c]
+        if delta != 0:
+            for c in range(arity):
+                out_k[m, c] = load(key, c)
+            out_w[m] = delta
+            m += 1
+    return out_k, out_w, m, -1
