@@ -116,14 +116,16 @@ class _Run:
 
     __slots__ = ("z", "n", "n_key", "arity", "_packing", "packed", "tlo", "thi", "_row")
 
-    def __init__(self, z: ZSet, n_key: int, arity: int):
+    def __init__(self, z: ZSet, n_key: int, arity: int,
+                 bounds: tuple[tuple[int, ...], tuple[int, ...]] | None = None):
         self.z, self.n, self.n_key, self.arity = z, len(z), n_key, arity
         self._packing: Packing | None | bool = False  # packed on the first lookup
         self.packed = None
-        times = z.keys[:, arity:]
-        lows, highs = column_bounds(times) if len(z) else (None, None)
-        self.tlo = tuple(lows.tolist()) if len(z) else None
-        self.thi = tuple(highs.tolist()) if len(z) else None
+        if bounds is not None or not len(z):  # known bounds of the times (or no entry)
+            self.tlo, self.thi = bounds if len(z) else (None, None)
+        else:
+            lows, highs = column_bounds(z.keys[:, arity:])
+            self.tlo, self.thi = tuple(lows.tolist()), tuple(highs.tolist())
         self._row = None
 
     def table_row(self) -> npt.NDArray[np.int64]:
@@ -267,9 +269,11 @@ class Trace:
         return row
 
     def _timed(self, z: ZSet, row: tuple[int, ...]) -> ZSet:
-        times = np.broadcast_to(np.array(row, dtype=np.int64), (len(z), self.n_dims))
         # Rows are sorted and unique and all share one time, so appending it keeps that.
-        return ZSet(np.ascontiguousarray(np.concatenate([z.keys, times], axis=1)), z.weights)
+        keys = np.empty((len(z), self.arity + self.n_dims), dtype=np.int64)
+        keys[:, : self.arity] = z.keys
+        keys[:, self.arity:] = row
+        return ZSet(keys, np.ascontiguousarray(z.weights))
 
     def insert(self, batch: ZSet | IndexedZSet, time: Time) -> Trace:
         """A new trace with ``batch`` added at ``time`` (``trace_append``).
@@ -287,7 +291,7 @@ class Trace:
         if z.is_empty():
             return self
         recent = list(self.recent)
-        recent.append(_Run(self._timed(z, row), self.n_key, self.arity))
+        recent.append(_Run(self._timed(z, row), self.n_key, self.arity, (row, row)))
         self._merge_tail(recent, None)
         return self._replace(recent=tuple(r for r in recent if len(r)))
 
@@ -323,9 +327,16 @@ class Trace:
             runs.append(self._merge([a, b], f))
 
     def _merge(self, runs: list[_Run], f: tuple[int, ...] | None) -> _Run:
-        if all(_at_or_after(r, f) for r in runs):  # no time to rewrite: linear merges
-            return _Run(consolidate_sorted_parts([(r.z.keys, r.z.weights) for r in runs],
-                                                 self.arity + self.n_dims), self.n_key, self.arity)
+        if all(_at_or_after(r, f) for r in runs):  # no time to rewrite: linear merges of
+            zs = sorted((r.z for r in runs), key=len, reverse=True)  # consolidated runs
+            while len(zs) > 1:
+                b, a = zs.pop(), zs.pop()
+                zs.append(a.plus(b))
+                zs.sort(key=len, reverse=True)
+            live = [r for r in runs if r.n]
+            bounds = (tuple(map(min, *(r.tlo for r in live))), tuple(map(max, *(r.thi for r in live)))) \
+                if len(live) > 1 else (live[0].tlo, live[0].thi) if live else None
+            return _Run(zs[0], self.n_key, self.arity, bounds)
         keys = np.concatenate([r.z.keys for r in runs])
         weights = np.concatenate([r.z.weights for r in runs])
         return _Run(ZSet.from_arrays(_advance_times(keys, self.arity, f), weights), self.n_key, self.arity)
@@ -362,8 +373,7 @@ class Trace:
             return self._table
         row = self._time_row(time)
         timed = self._timed(z, row)
-        w = np.ascontiguousarray(timed.weights)
-        return self._table.plus_row(RunTable.row(timed.keys, w, row, row), [timed.keys, w])
+        return self._table.plus_row(RunTable.row(timed.keys, timed.weights, row, row), [timed])
 
     def may_have(self, box: Box) -> bool:
         """False when no run can hold a time in ``box`` (a cheap test on time bounds)."""
