@@ -25,7 +25,7 @@ import numpy as np
 from .memory import RUN_FIELDS, RUN_KEYS, RUN_N, RUN_WEIGHTS, grown, kernel, load, row_kernel
 from .zsets import _add_overflows, _mul_overflows
 
-__all__ = ["lattice_join", "lattice_distinct", "OK", "SUM_OVERFLOW", "PRODUCT_OVERFLOW"]
+__all__ = ["lattice_join", "lattice_distinct", "lattice_next", "OK", "SUM_OVERFLOW", "PRODUCT_OVERFLOW"]
 
 OK, SUM_OVERFLOW, PRODUCT_OVERFLOW = 0, 1, 2
 _NEG = -(2 ** 62)  # below every time: an open lower bound
@@ -375,3 +375,60 @@ def lattice_distinct(table, n_prior, arity, t):
             out_w[m] = delta
             m += 1
     return out_k, out_w, m, -1
+
+
+@kernel
+def lattice_next(src, nk, src_arity, t, dst, dst_arity):
+    """The least iteration after ``t``'s at which ``dst`` holds an entry of an earlier
+    epoch whose key (first ``nk`` columns) is a key of the current epoch in ``src``: when
+    nested rules may fire again without new input (``t`` an (epoch, iteration) time).
+    Returns -1 when there is none.
+
+    ``src``: run table of a trace and its batch at ``t``; its keys of the current epoch are
+    those of its entries at times ``s <= t`` with ``s_0 = t_0``. ``dst``: a run table.
+    """
+    d = t.shape[0]
+    lo, hi = np.empty(d, dtype=np.int64), t.copy()
+    lo[0] = t[0]
+    for j in range(1, d):
+        lo[j] = _NEG
+    total = 0
+    for r in range(src.shape[0]):
+        if _run_meets(src, r, lo, hi):
+            total += src[r, RUN_N]
+    keys = np.empty(total, dtype=np.int64)
+    n = 0
+    stride = 8 * (src_arity + d)
+    for r in range(src.shape[0]):
+        if not _run_meets(src, r, lo, hi):
+            continue
+        base = src[r, RUN_KEYS]
+        for p in range(src[r, RUN_N]):
+            row = base + stride * p
+            if _in_box(row, src_arity, lo, hi) and (n == 0 or _cmp_at(keys[n - 1], row, nk) != 0):
+                keys[n] = row
+                n += 1
+    keys, _ = _sort_rows(keys, np.zeros(n, dtype=np.int64), n, nk)
+    # the entries of dst of an earlier epoch after this iteration
+    lo[0], hi[0] = _NEG, t[0] - 1
+    lo[1], hi[1] = t[1] + 1, 2 ** 62
+    for j in range(2, d):
+        lo[j], hi[j] = _NEG, 2 ** 62
+    best = -1
+    dstride = 8 * (dst_arity + d)
+    cur = np.zeros(dst.shape[0], dtype=np.int64)
+    for i in range(n):
+        if i and _cmp_at(keys[i - 1], keys[i], nk) == 0:
+            continue
+        for r in range(dst.shape[0]):
+            if not _run_meets(dst, r, lo, hi):
+                continue
+            base, m = dst[r, RUN_KEYS], dst[r, RUN_N]
+            p = _seek(base, dstride, cur[r], m, keys[i], nk)
+            cur[r] = p
+            while p < m and _cmp_at(base + dstride * p, keys[i], nk) == 0:
+                row = base + dstride * p
+                if _in_box(row, dst_arity, lo, hi) and (best < 0 or load(row, dst_arity + 1) < best):
+                    best = load(row, dst_arity + 1)
+                p += 1
+    return best

@@ -31,7 +31,7 @@ import numpy as np
 
 from wcoj.circuit import Context, Operator, Schema, Stream
 from wcoj.errors import CircuitError, WeightOverflowError
-from wcoj.operators.traces import _idle, epoch_keys, integrate_trace, lattice_delta, next_iteration
+from wcoj.operators.traces import _idle, integrate_trace, lattice_delta, next_busy_iteration
 from wcoj.time import Time
 from wcoj.trace import Trace, align_weights
 from wcoj.zset import ZSet
@@ -135,7 +135,7 @@ class DistinctTrace(_WithTrace):
         # With w = 0 from now on, a key changes only where w2 != 0: an earlier epoch's
         # entry at that iteration, for a key this epoch touched (w3 != 0).
         batch, prior = values
-        return next_iteration(prior, epoch_keys(batch, prior, ctx.time), ctx.time)
+        return next_busy_iteration(batch, prior, prior, ctx.time)
 
 
 def distinct_nested(stream: Stream) -> Stream:

@@ -29,7 +29,7 @@ from wcoj.indexed import IndexedZSet, _join_maps
 from wcoj.kernels.lattice import OK, PRODUCT_OVERFLOW, lattice_join
 from wcoj.kernels.memory import read_only
 from wcoj.operators.linear import infer_arity
-from wcoj.operators.traces import _idle, _soonest, epoch_keys, integrate_trace, next_iteration
+from wcoj.operators.traces import _idle, _soonest, integrate_trace, next_busy_iteration
 from wcoj.rows import Columns
 from wcoj.time import Time, as_row
 from wcoj.trace import Trace
@@ -167,8 +167,7 @@ class JoinLattice(_Join):
         # With empty deltas from now on, only the terms "this epoch's a ⋈ an earlier
         # epoch's b at iteration i'" and the mirror image can fire.
         a, b, ta, tb = values
-        return _soonest(next_iteration(tb, epoch_keys(a, ta, ctx.time), ctx.time),
-                        next_iteration(ta, epoch_keys(b, tb, ctx.time), ctx.time))
+        return _soonest(next_busy_iteration(a, ta, tb, ctx.time), next_busy_iteration(b, tb, ta, ctx.time))
 
 
 def incremental_join(a: Stream, b: Stream, fn: Callable | None = None, arity: int | None = None) -> Stream:

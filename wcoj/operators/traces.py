@@ -34,13 +34,13 @@ from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
 from wcoj.errors import CircuitError, WeightOverflowError
 from wcoj.indexed import IndexedZSet
 from wcoj.kernels.memory import read_only
-from wcoj.kernels.lattice import lattice_distinct
+from wcoj.kernels.lattice import lattice_distinct, lattice_next
 from wcoj.time import Box, Time, as_row
 from wcoj.trace import Trace
 from wcoj.zset import ZSet
 
 __all__ = ["TraceAppend", "UntimedTraceAppend", "Z1Trace", "integrate_trace", "lattice_delta",
-           "candidate_keys", "epoch_keys", "next_iteration"]
+           "candidate_keys", "epoch_keys", "next_iteration", "next_busy_iteration"]
 
 
 def _rows(x: ZSet | IndexedZSet) -> ZSet:
@@ -108,6 +108,22 @@ def next_iteration(trace: Trace, keys: np.ndarray, time: Time) -> int | None:
         return None
     _, times, _ = trace.entries(box, keys=keys)
     return int(times[:, 1].min()) if len(times) else None
+
+
+def next_busy_iteration(batch: ZSet | IndexedZSet | None, prior: Trace, other: Trace,
+                        time: Time) -> int | None:
+    """``next_iteration(other, epoch_keys(batch, prior, time), time)`` in one kernel call
+    (``wcoj.kernels.lattice.lattice_next``): the least later iteration at which ``other``
+    holds an earlier epoch's entry for a key that ``prior`` (with ``batch`` at ``time``)
+    holds in the current epoch."""
+    t = as_row(time)
+    if len(t) != 2:
+        return t[-1] + 1
+    src = prior.run_table(batch, t)
+    dst = other.run_table()
+    it = lattice_next(read_only(src.table), prior.n_key, prior.arity, read_only(np.array(t, dtype=np.int64)),
+                      read_only(dst.table), other.arity)
+    return None if it < 0 else int(it)
 
 
 def _soonest(*its: int | None) -> int | None:

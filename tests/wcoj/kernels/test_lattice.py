@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wcoj.kernels.lattice import OK, PRODUCT_OVERFLOW, SUM_OVERFLOW, lattice_distinct, lattice_join
+from wcoj.kernels.lattice import OK, PRODUCT_OVERFLOW, SUM_OVERFLOW, lattice_distinct, lattice_join, lattice_next
 from wcoj.tables import RunTable
 
 I64_MAX = np.iinfo(np.int64).max
@@ -119,3 +119,23 @@ def test_lattice_join_reports_overflow():
     tb, _ = table([[((1, 7), (0, 2), 1)]], 2)
     status = lattice_join(ta.table, tb.table, 1, 2, 2, np.array([0, 2], dtype=np.int64), *maps)[3]
     assert status == SUM_OVERFLOW
+
+
+@settings(max_examples=300)
+@given(st.lists(st.lists(pair, max_size=6), max_size=3), st.lists(st.lists(pair, max_size=6), max_size=3),
+       times)
+def test_lattice_next_is_the_least_later_iteration_of_an_earlier_epoch_for_an_epoch_key(src, dst, t):
+    ts, _ = table(src, 2)
+    td, _ = table(dst, 2)
+    got = int(lattice_next(ts.table, 1, 2, np.array(t, dtype=np.int64), td.table, 2))
+    def stored(runs):  # the entries a run table holds: each run's non-zero (row, time) sums
+        out = []
+        for run in runs:
+            acc = {}
+            for row, s, w in run:
+                acc[(row, s)] = acc.get((row, s), 0) + w
+            out += [(row, s) for (row, s), w in acc.items() if w]
+        return out
+    keys = {row[0] for row, s in stored(src) if s[0] == t[0] and below(s, t)}
+    its = [s[1] for row, s in stored(dst) if row[0] in keys and s[0] < t[0] and s[1] > t[1]]
+    assert got == (min(its) if its else -1)
