@@ -68,33 +68,49 @@ def _run_meets(table, r, lo, hi):
 @kernel
 def _sort_rows(addr, w, n, width):
     """Sort ``addr[:n]`` (row addresses, ``w`` alongside) by the rows' first ``width``
-    values: a stable bottom-up merge sort. Returns the sorted pair."""
+    values: a stable natural merge sort, which merges the ascending stretches the input
+    already has (entries gathered run by run come in a few sorted stretches: O(n) when
+    already sorted, O(n log k) for k stretches). Returns the sorted pair."""
     a, b = addr[:n].copy(), w[:n].copy()
+    starts = np.empty(n + 1, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        if i == 0 or _cmp_at(a[i], a[i - 1], width) < 0:
+            starts[k] = i
+            k += 1
+    starts[k] = n
+    if k <= 1:
+        return a, b
     ta, tb = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-    size = 1
-    while size < n:
-        for lo in range(0, n, 2 * size):
-            mid, hi = min(lo + size, n), min(lo + 2 * size, n)
-            i, j, k = lo, mid, lo
+    while k > 1:
+        nk = 0
+        for r in range(0, k, 2):
+            lo = starts[r]
+            mid = starts[r + 1]
+            hi = starts[r + 2] if r + 2 <= k else mid
+            i, j, q = lo, mid, lo
             while i < mid and j < hi:
                 if _cmp_at(a[j], a[i], width) < 0:
-                    ta[k], tb[k] = a[j], b[j]
+                    ta[q], tb[q] = a[j], b[j]
                     j += 1
                 else:
-                    ta[k], tb[k] = a[i], b[i]
+                    ta[q], tb[q] = a[i], b[i]
                     i += 1
-                k += 1
+                q += 1
             while i < mid:
-                ta[k], tb[k] = a[i], b[i]
+                ta[q], tb[q] = a[i], b[i]
                 i += 1
-                k += 1
+                q += 1
             while j < hi:
-                ta[k], tb[k] = a[j], b[j]
+                ta[q], tb[q] = a[j], b[j]
                 j += 1
-                k += 1
+                q += 1
+            starts[nk] = lo
+            nk += 1
+        starts[nk] = n
+        k = nk
         a, ta = ta, a
         b, tb = tb, b
-        size *= 2
     return a, b
 
 
