@@ -268,15 +268,16 @@ def lattice_join(ta, tb, nk, arity_a, arity_b, t, a_map, b_map):
                     out_k, out_w = grown(out_k, m, cap), grown(out_w, m, cap)
                 for i in range(g, h):
                     for q in range(no):
-                        ra, wa_ = (s_addr[i], s_w[i]) if a_drives else (o_addr[q], o_w[q])
-                        rb, wb_ = (o_addr[q], o_w[q]) if a_drives else (s_addr[i], s_w[i])
+                        sa, sb = s_addr[i], o_addr[q]  # the a row and the b row
+                        if not a_drives:
+                            sa, sb = sb, sa
                         for c in range(a_map.shape[1]):
-                            out_k[m, a_map[0, c]] = load(ra, a_map[1, c])
+                            out_k[m, a_map[0, c]] = load(sa, a_map[1, c])
                         for c in range(b_map.shape[1]):
-                            out_k[m, b_map[0, c]] = load(rb, b_map[1, c])
-                        if _mul_overflows(wa_, wb_):
-                            return out_k, out_w, m, PRODUCT_OVERFLOW, wa_, wb_
-                        out_w[m] = wa_ * wb_
+                            out_k[m, b_map[0, c]] = load(sb, b_map[1, c])
+                        if _mul_overflows(s_w[i], o_w[q]):
+                            return out_k, out_w, m, PRODUCT_OVERFLOW, s_w[i], o_w[q]
+                        out_w[m] = s_w[i] * o_w[q]
                         m += 1
             g = h
     return out_k, out_w, m, OK, 0, 0
