@@ -284,18 +284,26 @@ def lattice_join(ta, tb, nk, arity_a, arity_b, t, a_map, b_map):
 
 
 @kernel
-def lattice_distinct(table, n_prior, arity, t):
+def lattice_distinct(table, n_prior, arity, t, extra, scheduled):
     """The change of ``distinct`` at the lattice time ``t`` over whole rows
-    (``wcoj.operators.traces.lattice_delta``): ``(rows, weights, m, bad)``, the first ``m``
-    rows valid, sorted; ``bad`` >= 0 when a row's corner sum leaves int64 (row ``m``
-    then holds that row), else -1.
+    (``wcoj.operators.traces.lattice_delta``): ``(rows, weights, m, bad, plan_rows,
+    plan_its, s)``, the first ``m`` rows valid, sorted; ``bad`` >= 0 when a row's corner sum
+    leaves int64 (row ``m`` then holds that row), else -1.
 
     ``table``: the run table of the prior trace (its first ``n_prior`` runs) and the batch
-    at ``t`` (the runs after). The candidates are the batch's rows, and when every
-    coordinate's slice ``{s <= t, s_j = t_j}`` meets a prior run (else no other row can
-    change), every row with an entry of the current epoch up to ``t``. For each, its
-    integral ``V`` at every corner ``t - e_S`` (``S`` a set of coordinates, the corner a
-    valid time) and ``Σ_S (-1)^|S| H(V(t - e_S))``; a row that cannot change comes out 0.
+    at ``t`` (the runs after). A row can change only if, for every coordinate j, it has an
+    entry at a time ``s <= t`` with ``s_j = t_j``. The candidates are the batch's rows,
+    the rows of ``extra`` (int64[k, arity]), and unless ``scheduled``, when every
+    coordinate's slice ``{s <= t, s_j = t_j}`` meets a prior run, every row with an entry
+    of the current epoch up to ``t`` (a superset: a row that cannot change comes out 0).
+    For each, its integral ``V`` at every corner ``t - e_S`` (``S`` a set of coordinates,
+    the corner a valid time) and ``Σ_S (-1)^|S| H(V(t - e_S))``.
+
+    ``scheduled`` (``t`` an (epoch, iteration) time): the caller passes as ``extra`` the
+    rows of this epoch's earlier batches that an earlier epoch holds at this iteration,
+    which are exactly the other rows that can change; and it gets, for the batch's rows,
+    the plan ``(plan_its[:s], plan_rows[:s])``: every later iteration at which an earlier
+    epoch holds one of them.
     """
     d = t.shape[0]
     corners = np.empty((1 << d, d), dtype=np.int64)
@@ -312,7 +320,7 @@ def lattice_distinct(table, n_prior, arity, t):
             signs[nco] = sign
             nco += 1
     lo, hi = np.empty(d, dtype=np.int64), t.copy()
-    scan = d > 1
+    scan = d > 1 and not scheduled
     for j in range(d):  # does every slice meet a prior run?
         for c in range(d):
             lo[c] = t[c] if c == j else _NEG
@@ -322,12 +330,12 @@ def lattice_distinct(table, n_prior, arity, t):
         scan = scan and met
     for c in range(d):
         lo[c] = t[c] if c == 0 else _NEG
-    total = 0
+    total = extra.shape[0]
     for r in range(table.shape[0]):
         if r >= n_prior or (scan and _run_meets(table, r, lo, hi)):
             total += table[r, RUN_N]
     cand = np.empty(total, dtype=np.int64)
-    zero = np.zeros(total, dtype=np.int64)
+    origin = np.zeros(total, dtype=np.int64)  # 1: a row of the batch
     n = 0
     stride = 8 * (arity + d)
     for r in range(table.shape[0]):
@@ -339,34 +347,59 @@ def lattice_distinct(table, n_prior, arity, t):
             if r >= n_prior or _in_box(row, arity, lo, hi):
                 if n == 0 or _cmp_at(cand[n - 1], row, arity) != 0:  # a run's rows are sorted
                     cand[n] = row
+                    origin[n] = 1 if r >= n_prior else 0
                     n += 1
-    cand, _ = _sort_rows(cand, zero, n, arity)
+    if extra.shape[0]:
+        base = extra.ctypes.data
+        for p in range(extra.shape[0]):
+            cand[n] = base + 8 * arity * p
+            n += 1
+    cand, origin = _sort_rows(cand, origin, n, arity)
     nc = 0
-    for i in range(n):  # unique rows
+    for i in range(n):  # unique rows; a row is the batch's if any copy is
         if nc == 0 or _cmp_at(cand[nc - 1], cand[i], arity) != 0:
-            cand[nc] = cand[i]
+            cand[nc], origin[nc] = cand[i], origin[i]
             nc += 1
+        elif origin[i]:
+            origin[nc - 1] = 1
     nr = table.shape[0]
     for c in range(d):
         lo[c] = _NEG
     live = np.zeros(nr, dtype=np.bool_)  # the runs with a time <= t
     for r in range(nr):
         live[r] = _run_meets(table, r, lo, hi)
+    plan = np.zeros(nr, dtype=np.bool_)  # the runs with an earlier epoch's later iteration
+    if scheduled:
+        lo[0], hi[0], lo[1], hi[1] = _NEG, t[0] - 1, t[1] + 1, 2 ** 62
+        for r in range(n_prior):
+            plan[r] = _run_meets(table, r, lo, hi)
     cur = np.zeros(nr, dtype=np.int64)
     sums = np.zeros(nco, dtype=np.int64)
     out_k, out_w = np.empty((nc, arity), dtype=np.int64), np.empty(nc, dtype=np.int64)
+    cap = 16
+    plan_rows, plan_its = np.empty((cap, arity), dtype=np.int64), np.empty(cap, dtype=np.int64)
+    s = 0
     m = 0
     for k in range(nc):
         key = cand[k]
         for c in range(nco):
             sums[c] = 0
         for r in range(nr):
-            if not live[r]:
+            planned = plan[r] and origin[k] == 1
+            if not live[r] and not planned:
                 continue
             base, wbase, nn = table[r, RUN_KEYS], table[r, RUN_WEIGHTS], table[r, RUN_N]
             p = _seek(base, stride, cur[r], nn, key, arity)
             while p < nn and _cmp_at(base + stride * p, key, arity) == 0:
                 row = base + stride * p
+                if planned and load(row, arity) < t[0] and load(row, arity + 1) > t[1]:
+                    if s == cap:
+                        cap *= 2
+                        plan_rows, plan_its = grown(plan_rows, s, cap), grown(plan_its, s, cap)
+                    for q in range(arity):
+                        plan_rows[s, q] = load(key, q)
+                    plan_its[s] = load(row, arity + 1)
+                    s += 1
                 for c in range(nco):
                     inside = True
                     for j in range(d):
@@ -378,7 +411,7 @@ def lattice_distinct(table, n_prior, arity, t):
                         if _add_overflows(sums[c], x):
                             for q in range(arity):  # row m: the row at fault
                                 out_k[m, q] = load(key, q)
-                            return out_k, out_w, m, k
+                            return out_k, out_w, m, k, plan_rows, plan_its, s
                         sums[c] += x
                 p += 1
             cur[r] = p
@@ -391,7 +424,7 @@ def lattice_distinct(table, n_prior, arity, t):
                 out_k[m, c] = load(key, c)
             out_w[m] = delta
             m += 1
-    return out_k, out_w, m, -1
+    return out_k, out_w, m, -1, plan_rows, plan_its, s
 
 
 @kernel

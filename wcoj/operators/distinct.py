@@ -31,8 +31,8 @@ import numpy as np
 
 from wcoj.circuit import Context, Operator, Schema, Stream
 from wcoj.errors import CircuitError, WeightOverflowError
-from wcoj.operators.traces import _idle, integrate_trace, lattice_delta, next_busy_iteration
-from wcoj.time import Time
+from wcoj.operators.traces import _idle, integrate_trace, lattice_delta, next_busy_iteration, scheduled_distinct
+from wcoj.time import Time, as_row
 from wcoj.trace import Trace, align_weights
 from wcoj.zset import ZSet
 
@@ -120,6 +120,12 @@ class DistinctTrace(_WithTrace):
     """Node form of ``distinct_trace(Δ, prior trace)`` at the node's current time
     (the w1/w2/w3 rule of the module docstring).
 
+    In a child circuit (times (epoch, iteration)) its state is the epoch's plan
+    (``scheduled_distinct``): which rows of earlier iterations can change at which later
+    iteration, found when each row first came in. So an iteration looks up the batch and
+    the planned rows, not every row the epoch touched, and ``next_busy`` is the plan's
+    next iteration. The plan is dropped at the end of the epoch.
+
     >>> from wcoj.circuit import Context
     >>> prior = Trace(1, n_dims=2).insert(ZSet.from_rows([(5,)]), (0, 1))
     >>> DistinctTrace().eval([ZSet.from_rows([(5,)]), prior], None, Context((1, 0), 2, ()))[0].to_dict()
@@ -129,13 +135,23 @@ class DistinctTrace(_WithTrace):
     name = "distinct_trace"
 
     def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
-        return distinct_trace(values[0], values[1], ctx.time), state
+        batch, prior = values
+        t = as_row(ctx.time)
+        if len(t) != 2:
+            return distinct_trace(batch, prior, ctx.time), state
+        return scheduled_distinct(batch, prior, t, state)
+
+    def reset(self, state: Any, inputs: list[Schema], n_dims: int) -> Any:
+        return None
 
     def next_busy(self, values: list[Any], state: Any, ctx: Context) -> int | None:
-        # With w = 0 from now on, a key changes only where w2 != 0: an earlier epoch's
-        # entry at that iteration, for a key this epoch touched (w3 != 0).
-        batch, prior = values
-        return next_busy_iteration(batch, prior, prior, ctx.time)
+        # With w = 0 from now on, a row changes only where an earlier epoch holds it at a
+        # later iteration, for a row this epoch touched: the plan's next iteration.
+        t = as_row(ctx.time)
+        if len(t) != 2:
+            batch, prior = values
+            return next_busy_iteration(batch, prior, prior, ctx.time)
+        return min((i for i in state if i > t[1]), default=None) if state else None
 
 
 def distinct_nested(stream: Stream) -> Stream:

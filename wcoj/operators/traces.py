@@ -24,6 +24,7 @@ Relies on ``wcoj.circuit``, ``wcoj.trace`` and ``wcoj.time``. Used by ``distinct
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from itertools import combinations
 from typing import Any
@@ -40,7 +41,7 @@ from wcoj.trace import Trace
 from wcoj.zset import ZSet
 
 __all__ = ["TraceAppend", "UntimedTraceAppend", "Z1Trace", "integrate_trace", "lattice_delta",
-           "candidate_keys", "epoch_keys", "next_iteration", "next_busy_iteration"]
+           "candidate_keys", "epoch_keys", "next_iteration", "next_busy_iteration", "scheduled_distinct"]
 
 
 def _rows(x: ZSet | IndexedZSet) -> ZSet:
@@ -160,13 +161,43 @@ def _entries_with(prior: Trace, batch: ZSet, t: tuple[int, ...], keys: np.ndarra
 def _distinct_delta(batch: ZSet, prior: Trace, t: tuple[int, ...]) -> ZSet:
     """``lattice_delta`` of ``distinct`` over whole rows: one kernel call over the trace's
     runs and the batch (``wcoj.kernels.lattice.lattice_distinct``)."""
+    return _lattice_distinct(batch, prior, t, _no_rows(prior.arity), False)[0]
+
+
+def scheduled_distinct(batch: ZSet, prior: Trace, t: tuple[int, ...], plan: dict | None) -> tuple[ZSet, dict | None]:
+    """``distinct_trace`` at an (epoch, iteration) time ``t`` with a *plan* of the epoch:
+    ``{iteration: (rows, ...)}``, the rows of this epoch's earlier batches that an earlier
+    epoch holds at that iteration, which besides the batch are the only rows that can
+    change there (``lattice_distinct``'s docstring). Returns the change and the plan with
+    the batch's rows added (a new dict: states are never changed in place)."""
+    rows = (plan or {}).get(t[1], ())
+    extra = np.concatenate(rows) if len(rows) > 1 else rows[0] if rows else _no_rows(prior.arity)
+    out, plan_rows, plan_its = _lattice_distinct(batch, prior, t, extra, True)
+    if not len(plan_its):
+        return out, plan
+    plan = dict(plan or {})
+    for it in np.unique(plan_its).tolist():
+        plan[it] = plan.get(it, ()) + (np.ascontiguousarray(plan_rows[plan_its == it]),)
+    return out, plan
+
+
+@functools.lru_cache(maxsize=None)
+def _no_rows(arity: int) -> np.ndarray:
+    """An empty ``int64[0, arity]`` (read-only: shared)."""
+    return read_only(np.zeros((0, arity), dtype=np.int64))
+
+
+def _lattice_distinct(batch: ZSet, prior: Trace, t: tuple[int, ...], extra: Any, scheduled: bool):
+    arity = prior.arity
     table = prior.run_table(batch, t)
-    k, w, m, bad = lattice_distinct(read_only(table.table), len(prior._all_runs()), prior.arity,
-                                    read_only(np.array(t, dtype=np.int64)))
+    k, w, m, bad, plan_rows, plan_its, s = lattice_distinct(
+        read_only(table.table), len(prior._all_runs()), arity, read_only(np.array(t, dtype=np.int64)),
+        read_only(np.ascontiguousarray(extra)), scheduled)
     if bad >= 0:
         raise WeightOverflowError(f"distinct: the accumulated weight of row "
                                   f"{tuple(k[m].tolist())} does not fit in int64")
-    return ZSet(k[:m], w[:m]) if m else ZSet.empty(prior.arity)
+    out = ZSet(k[:m], w[:m]) if m else ZSet.empty(arity)
+    return out, plan_rows[:s], plan_its[:s]
 
 
 def _epoch_boxes(t: tuple[int, ...]) -> list[Box]:

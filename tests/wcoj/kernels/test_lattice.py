@@ -54,8 +54,10 @@ entry = st.tuples(st.tuples(st.integers(0, 3)), times, st.integers(-2, 2))
        st.lists(st.sampled_from([-1, 1, 2]), min_size=3, max_size=3), times)
 def test_lattice_distinct_is_the_inclusion_exclusion_over_every_row(prior, batch_rows, bw, t):
     batch = sorted(batch_rows)
-    rt, n_prior = table(prior + [[(r, t, w) for r, w in zip(batch, bw)]], 1)
-    k, w, m, bad = lattice_distinct(rt.table, n_prior, 1, np.array(t, dtype=np.int64))
+    rt, _ = table(prior + [[(r, t, w) for r, w in zip(batch, bw)]], 1)
+    n_prior = table(prior, 1)[1]  # the batch's run comes last
+    k, w, m, bad, _, _, _ = lattice_distinct(rt.table, n_prior, 1, np.array(t, dtype=np.int64),
+                                             np.zeros((0, 1), dtype=np.int64), False)
     assert bad == -1
     entries = [e for run in prior for e in run] + [(r, t, w) for r, w in zip(batch, bw)]
     want = {}
@@ -71,8 +73,45 @@ def test_lattice_distinct_is_the_inclusion_exclusion_over_every_row(prior, batch
 
 def test_lattice_distinct_reports_the_row_whose_sum_overflows():
     rt, n = table([[((4,), (0, 0), I64_MAX)], [((4,), (0, 1), 1)]], 1)
-    k, w, m, bad = lattice_distinct(rt.table, n, 1, np.array([0, 1], dtype=np.int64))
+    k, w, m, bad, _, _, _ = lattice_distinct(rt.table, n, 1, np.array([0, 1], dtype=np.int64),
+                                             np.zeros((0, 1), dtype=np.int64), False)
     assert bad >= 0 and k[m].tolist() == [4]
+
+
+def stored(runs):
+    """The ``(row, time)`` entries a run table of ``runs`` holds (each run's non-zero sums)."""
+    out = []
+    for run in runs:
+        acc = {}
+        for row, s, w in run:
+            acc[(row, s)] = acc.get((row, s), 0) + w
+        out += [(row, s) for (row, s), w in acc.items() if w]
+    return out
+
+
+@settings(max_examples=300)
+@given(st.lists(st.lists(entry, max_size=8), max_size=4), st.lists(st.tuples(st.integers(0, 3)), unique=True, max_size=3),
+       st.lists(st.sampled_from([-1, 1, 2]), min_size=3, max_size=3), times)
+def test_lattice_distinct_with_a_plan_equals_the_scan_and_plans_every_later_iteration(prior, batch_rows, bw, t):
+    """Given the planned rows for t (this epoch's rows that an earlier epoch holds at t's
+    iteration), the change is the one the scan finds; the plan it returns for the batch's
+    rows is every (later iteration, row) an earlier epoch holds. The prior holds what a
+    child circuit's trace holds before t: earlier epochs, and earlier iterations of t's."""
+    prior = [[e for e in run if e[1][0] < t[0] or (e[1][0] == t[0] and e[1][1] < t[1])] for run in prior]
+    batch = sorted(batch_rows)
+    rt, _ = table(prior + [[(r, t, w) for r, w in zip(batch, bw)]], 1)
+    n_prior = table(prior, 1)[1]  # the batch's run comes last
+    held = stored(prior)
+    planned = sorted({row for row, s in held if s[0] == t[0] and below(s, t)}
+                     & {row for row, s in held if s[0] < t[0] and s[1] == t[1]})
+    extra = np.array(planned, dtype=np.int64).reshape(len(planned), 1)
+    got = lattice_distinct(rt.table, n_prior, 1, np.array(t, dtype=np.int64), extra, True)
+    want = lattice_distinct(rt.table, n_prior, 1, np.array(t, dtype=np.int64), np.zeros((0, 1), dtype=np.int64), False)
+    assert got[3] == want[3] == -1
+    assert got[0][:got[2]].tolist() == want[0][:want[2]].tolist()
+    assert got[1][:got[2]].tolist() == want[1][:want[2]].tolist()
+    plan = sorted(zip(got[5][:got[6]].tolist(), got[4][:got[6], 0].tolist()))
+    assert plan == sorted((s[1], row[0]) for row, s in held if row in batch and s[0] < t[0] and s[1] > t[1])
 
 
 pair = st.tuples(st.tuples(st.integers(0, 2), st.integers(0, 2)), times, st.integers(-2, 2))
@@ -128,14 +167,6 @@ def test_lattice_next_is_the_least_later_iteration_of_an_earlier_epoch_for_an_ep
     ts, _ = table(src, 2)
     td, _ = table(dst, 2)
     got = int(lattice_next(ts.table, 1, 2, np.array(t, dtype=np.int64), td.table, 2))
-    def stored(runs):  # the entries a run table holds: each run's non-zero (row, time) sums
-        out = []
-        for run in runs:
-            acc = {}
-            for row, s, w in run:
-                acc[(row, s)] = acc.get((row, s), 0) + w
-            out += [(row, s) for (row, s), w in acc.items() if w]
-        return out
     keys = {row[0] for row, s in stored(src) if s[0] == t[0] and below(s, t)}
     its = [s[1] for row, s in stored(dst) if row[0] in keys and s[0] < t[0] and s[1] > t[1]]
     assert got == (min(its) if its else -1)
