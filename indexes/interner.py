@@ -170,12 +170,47 @@ def check_depth(value: Any, limit: int = MAX_VALUE_DEPTH, what: str = "value",
                 stack.append((k, depth + 1, path + (_IN_KEY,)))
 
 
+class FrozenMap(dict):
+    """A map value that cannot change, so it can be interned and hashed: what a map
+    constant of a query (``[(ground {:a 1}) ?m]``) binds. It reads as a ``dict`` and equals
+    a ``dict`` of the same items.
+
+    >>> m = FrozenMap({"a": 1})
+    >>> m["a"], m == {"a": 1}, hash(m) == hash(FrozenMap(a=1))
+    (1, True, True)
+    >>> m["b"] = 2
+    Traceback (most recent call last):
+    ...
+    TypeError: a FrozenMap cannot change
+    """
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(frozenset(self.items()))
+
+    def _immutable(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("a FrozenMap cannot change")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _immutable  # type: ignore[assignment]
+    __ior__ = _immutable  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple:
+        return FrozenMap, (dict(self),)
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({dict.__repr__(self)})"
+
+
 def _freeze(value: Any) -> Any:
-    """Lists become tuples and sets frozensets, so collection values can be interned."""
+    """Lists become tuples, sets frozensets and maps ``FrozenMap``s, so collection values
+    can be interned."""
     if isinstance(value, list):
         return tuple(_freeze(v) for v in value)
     if isinstance(value, (set, frozenset)):
         return frozenset(_freeze(v) for v in value)
+    if isinstance(value, dict) and not isinstance(value, FrozenMap):
+        return FrozenMap({_freeze(k): _freeze(v) for k, v in value.items()})
     return value
 
 

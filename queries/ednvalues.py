@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from indexes.interner import FrozenMap
+
 __all__ = ["Keyword", "Symbol", "EdnList", "Tagged", "hashable"]
 
 
@@ -102,17 +104,18 @@ class Tagged:
 
 
 def hashable(value: Any) -> Any:
-    """Return ``value`` with every vector turned into a tuple and every map into a frozenset.
+    """Return ``value`` with every vector turned into a tuple and every map into a
+    ``FrozenMap`` (a dict that cannot change).
 
-    Used for map keys and set elements, which Python needs hashable.
+    Used for map keys, set elements and query constants, which Python needs hashable.
 
     >>> hashable([1, [2, 3], {4: [5]}])
-    (1, (2, 3), frozenset({(4, (5,))}))
+    (1, (2, 3), FrozenMap({4: (5,)}))
     """
     if isinstance(value, list):
         return tuple(hashable(v) for v in value)
-    if isinstance(value, dict):
-        return frozenset((hashable(k), hashable(v)) for k, v in value.items())
+    if isinstance(value, dict) and not isinstance(value, FrozenMap):
+        return FrozenMap({hashable(k): hashable(v) for k, v in value.items()})
     if isinstance(value, set):
         return frozenset(value)
     return value

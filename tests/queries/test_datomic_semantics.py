@@ -306,3 +306,15 @@ def test_an_explicit_tx_instant_replaces_the_clock_and_may_not_go_back():
         d.transact([{":n": 2}, [":db/add", "datomic.tx", ":db/txInstant", old]])
     assert len(d.q('[:find ?tx ?t :where [?tx :db/txInstant ?t]]')) == n == 2
     assert d.as_of(old).q('[:find ?n :where [_ :n ?n]]') == set()
+
+
+def test_a_map_constant_binds_a_map_that_get_reads():
+    """``[(ground {:a 1}) ?m]`` binds the map itself (it bound a set of its pairs, on which
+    ``get`` found nothing); maps inside a ground collection too."""
+    d = Database()
+    m = d.q('[:find ?m . :where [(ground {:a 1 :b [2 3]}) ?m]]')
+    assert m == {Keyword(":a"): 1, Keyword(":b"): (2, 3)} and hash(m) == hash(m)
+    assert d.q('[:find ?x :where [(ground {:a 1}) ?m] [(get ?m :a) ?x]]') == {(1,)}
+    assert d.q('[:find ?x ?y :where [(ground [{:a 1} {:a 2 :b 5}]) [?m ...]] [(get ?m :a) ?x]'
+               ' [(get ?m :b 0) ?y]]') == {(1, 0), (2, 5)}
+    assert d.q('[:find ?x . :in ?m :where [(get ?m :a) ?x]]', {Keyword(":a"): 7}) == 7

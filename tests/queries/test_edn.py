@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from indexes.interner import FrozenMap
 from queries.edn import (MAX_DEPTH, EdnList, Keyword, Symbol, Tagged, dumps, hashable, loads,
                          loads_all)
 from wcoj.errors import EdnSyntaxError, InputError, QueryError
@@ -141,7 +142,8 @@ def test_tagged_values_hash_by_value():
 
 
 def test_hashable_freezes_nested_values():
-    assert hashable([1, {2: [3]}, {4}]) == (1, frozenset({(2, (3,))}), frozenset({4}))
+    assert hashable([1, {2: [3]}, {4}]) == (1, FrozenMap({2: (3,)}), frozenset({4}))
+    assert isinstance(hashable({1: 2}), FrozenMap) and hash(hashable({1: [2]})) == hash(FrozenMap({1: (2,)}))
 
 
 def test_dumps_worked_examples():
