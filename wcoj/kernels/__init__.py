@@ -1,7 +1,8 @@
 """The compiled kernels, split by concept: ``memory`` (raw access, the decorators),
 ``search``, ``store`` (tries changed in place), ``program`` (the join program), ``count``
 (its count mode), ``tick`` (the change-by-change tick's helpers; ``wcoj.tickgen`` writes
-the rest) and ``zsets`` (Z-set rows). Each has a pure-Python twin in the tests, which run
+the rest), ``zsets`` (Z-set rows) and ``lattice`` (the nested-time join, distinct and
+next-busy of child circuits, over a trace's runs). Each has a pure-Python twin in the tests, which run
 again under ``NUMBA_DISABLE_JIT=1``.
 
 Keeping a cold start short (``./dev bench first_use``; Numba's compile events,
