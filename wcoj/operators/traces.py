@@ -120,6 +120,12 @@ def next_busy_iteration(batch: ZSet | IndexedZSet | None, prior: Trace, other: T
     t = as_row(time)
     if len(t) != 2:
         return t[-1] + 1
+    # Cheap exits on run bounds first (most operators of a big child are idle): no run of
+    # ``other`` holds an earlier epoch's later iteration, or the epoch has no keys yet.
+    if not any(r.tlo[0] < t[0] and r.thi[1] > t[1] for r in other._all_runs()):
+        return None
+    if (batch is None or _rows(batch).is_empty()) and not any(r.thi[0] >= t[0] for r in prior._all_runs()):
+        return None
     src = prior.run_table(batch, t)
     dst = other.run_table()
     it = lattice_next(read_only(src.table), prior.n_key, prior.arity, read_only(np.array(t, dtype=np.int64)),
