@@ -55,8 +55,8 @@ from wcoj.errors import ArityMismatchError, InputError
 from wcoj.indexed import IndexedZSet
 from wcoj.kernels.memory import read_only
 from wcoj.kernels.zsets import match_ranges_into
-from wcoj.tables import RunTable
 from wcoj.rows import Packing, column_bounds, group_starts, packing_for, row_order
+from wcoj.tables import RunTable
 from wcoj.time import Box, Time, as_row
 from wcoj.zset import ZSet, consolidate_sorted_parts
 

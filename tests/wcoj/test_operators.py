@@ -4,6 +4,7 @@ the same changes pushed one at a time, the nested rules equal their grid oracles
 ``check()`` holds for every Z-set produced."""
 
 import reference as ref
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -237,3 +238,24 @@ def test_distinct_corner_sums_equal_the_per_corner_distinct(history, batch, it):
     slow = lattice_delta(lambda z: z.distinct(), b, prior, t, 1)
     fast.check()
     assert fast == slow
+
+
+@pytest.mark.parametrize("kind", ["max", "min", "count"])
+@given(snapshots(3, max_ticks=6))
+def test_a_nested_aggregate_fires_at_the_iterations_earlier_epochs_used(kind, snaps):
+    """Rows ``(key, value, delay)`` reach an aggregate inside a child ``delay`` iterations
+    after they enter. When a later tick changes a key only at iteration 0, the aggregate
+    must still correct the iterations at which earlier ticks fed that key, with every delta
+    input empty there: only its ``next_busy`` keeps the child going."""
+    def build(s):
+        fb = s.circuit.delay(3)
+        cur = s.plus(fb)
+        fb.connect(cur.filter(lambda k: k[:, 2] > 0).map(lambda k: k - np.array([0, 0, 1]), arity=3))
+        now = cur.filter(lambda k: k[:, 2] == 0).map(lambda k: k[:, :2], arity=2)
+        return now.index_with([0]).aggregate(kind, 1)
+    for _, snap, acc in run(build, {"s": snaps}, {"s": 3}, nested=True):
+        rows = {}
+        for k, v, _ in snap["s"]:
+            rows.setdefault(k, []).append(v)
+        agg = {"max": max, "min": min, "count": len}[kind]
+        assert acc == {(k, agg(vs)): 1 for k, vs in rows.items()}

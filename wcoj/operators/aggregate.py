@@ -18,7 +18,7 @@ from typing import Any
 from wcoj.circuit import Context, Operator, Schema
 from wcoj.errors import CircuitError
 from wcoj.indexed import AGGREGATES, IndexedZSet
-from wcoj.operators.traces import epoch_keys, lattice_delta, next_iteration
+from wcoj.operators.traces import lattice_delta, next_busy_iteration
 from wcoj.time import Time
 from wcoj.trace import Trace
 from wcoj.zset import ZSet
@@ -86,7 +86,7 @@ class Aggregate(Operator):
     def next_busy(self, values: list[Any], state: Any, ctx: Context) -> int | None:
         if not self.incremental:
             return None
-        return next_iteration(state, epoch_keys(None, state, ctx.time), ctx.time)
+        return next_busy_iteration(None, state, state, ctx.time)
 
     def advance(self, state: Any, frontier: Time) -> Any:
         return state.advance(frontier) if state is not None else None

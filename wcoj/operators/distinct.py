@@ -31,7 +31,7 @@ import numpy as np
 
 from wcoj.circuit import Context, Operator, Schema, Stream
 from wcoj.errors import CircuitError, WeightOverflowError
-from wcoj.operators.traces import _idle, integrate_trace, lattice_delta, next_busy_iteration, scheduled_distinct
+from wcoj.operators.traces import _idle, integrate_trace, lattice_delta, scheduled_distinct
 from wcoj.time import Time, as_row
 from wcoj.trace import Trace, align_weights
 from wcoj.zset import ZSet
@@ -149,8 +149,7 @@ class DistinctTrace(_WithTrace):
         # later iteration, for a row this epoch touched: the plan's next iteration.
         t = as_row(ctx.time)
         if len(t) != 2:
-            batch, prior = values
-            return next_busy_iteration(batch, prior, prior, ctx.time)
+            return t[-1] + 1
         return min((i for i in state if i > t[1]), default=None) if state else None
 
 

@@ -41,7 +41,7 @@ from wcoj.trace import Trace
 from wcoj.zset import ZSet
 
 __all__ = ["TraceAppend", "UntimedTraceAppend", "Z1Trace", "integrate_trace", "lattice_delta",
-           "candidate_keys", "epoch_keys", "next_iteration", "next_busy_iteration", "scheduled_distinct"]
+           "candidate_keys", "next_busy_iteration", "scheduled_distinct"]
 
 
 def _rows(x: ZSet | IndexedZSet) -> ZSet:
@@ -83,40 +83,13 @@ def _union_keys(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return ones(a).plus(ones(b)).keys
 
 
-def epoch_keys(batch: ZSet | IndexedZSet | None, prior: Trace, time: Time) -> np.ndarray:
-    """Key rows (sorted, unique) of the batch and of the trace's entries in ``time``'s epoch."""
-    t, nk = as_row(time), prior.n_key
-    mine = np.zeros((0, nk), dtype=np.int64)
-    if batch is not None and len(_rows(batch)):
-        mine = ZSet.from_arrays(_rows(batch).keys[:, :nk], arity=nk).keys
-    box = Box([t[0]] + [None] * (len(t) - 1), t)
-    if not prior.may_have(box):
-        return mine
-    return _union_keys(mine, prior.keys_in(box))
-
-
-def next_iteration(trace: Trace, keys: np.ndarray, time: Time) -> int | None:
-    """The least iteration after ``time``'s at which ``trace`` holds an entry of an earlier
-    epoch for one of ``keys``: when the nested rules may fire again without new input.
-
-    Only for ``(epoch, iteration)`` times; deeper times answer the next iteration.
-    """
-    t = as_row(time)
-    if len(t) != 2:
-        return t[-1] + 1
-    box = Box([None, t[1] + 1], [t[0] - 1, None])
-    if not len(keys) or not trace.may_have(box):
-        return None
-    _, times, _ = trace.entries(box, keys=keys)
-    return int(times[:, 1].min()) if len(times) else None
-
-
 def next_busy_iteration(batch: ZSet | IndexedZSet | None, prior: Trace, other: Trace,
                         time: Time) -> int | None:
-    """``next_iteration(other, epoch_keys(batch, prior, time), time)`` in one kernel call
-    (``wcoj.kernels.lattice.lattice_next``): the least later iteration at which ``other``
-    holds an earlier epoch's entry for a key that ``prior`` (with ``batch`` at ``time``)
-    holds in the current epoch."""
+    """When nested rules may fire again without new input (``Operator.next_busy``): the
+    least later iteration at which ``other`` holds an earlier epoch's entry for a key that
+    ``prior`` (with ``batch`` at ``time``) holds in the current epoch, in one kernel call
+    (``wcoj.kernels.lattice.lattice_next``); ``None`` for never. Only for (epoch,
+    iteration) times; deeper times answer the next iteration."""
     t = as_row(time)
     if len(t) != 2:
         return t[-1] + 1
