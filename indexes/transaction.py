@@ -238,9 +238,11 @@ class ChangePlan:
 
     def run_edges(self, ins: np.ndarray, dels: np.ndarray):
         """A graph tick of edge inserts and deletes (``int64[n, 2]``), change by change:
-        ``(bad, primary changes as (rows, weights), per view (keys, weights))``; ``bad``
-        >= 0 names an id out of range (flat position in ``ins`` then ``dels``; nothing
-        done). The counts are updated. Raises ``WeightOverflowError`` (nothing changed)."""
+        ``(bad, (ch, n_primary), per view (keys, weights))``; ``bad`` >= 0 names an id
+        out of range (flat position in ``ins`` then ``dels``; nothing done). The first
+        ``n_primary`` changes of ``ch`` are the primary relation's (``primary_delta``
+        makes them a Z-set). The counts are updated. Raises ``WeightOverflowError``
+        (nothing changed)."""
         dcounts = self._dcounts
         dcounts.fill(0)
         bad, n_primary, ch, *out = self._call(self._no_changes, ins, dels, 0, dcounts)
@@ -248,7 +250,12 @@ class ChangePlan:
             return bad, None, None
         if out[0] != OK:
             out = self._resume(out, ch, dcounts)
-        return -1, (ch[:n_primary, 2:4], ch[:n_primary, 1]), self._split(out[5])
+        return -1, (ch, n_primary), self._split(out[5])
+
+    @staticmethod
+    def primary_delta(ch: np.ndarray, n_primary: int) -> ZSet:
+        """The primary relation's change of a ``run_edges`` tick, as a Z-set of its own."""
+        return ZSet(ch[:n_primary, 2:4].copy(), ch[:n_primary, 1].copy())
 
     def run_stream(self, edges: np.ndarray, bounds: np.ndarray, tcounts: np.ndarray, seconds: np.ndarray):
         """Ticks of edge changes, each as ``run_edges`` does it, in as few kernel calls as

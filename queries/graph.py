@@ -38,7 +38,6 @@ import gc
 import time
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -163,14 +162,37 @@ def warm_up(patterns=("triangle",), directed: bool = False, staged: bool = False
     g.check_views()
 
 
-@dataclass
 class Tick:
-    """What one tick changed: the applied edge delta and every view's change."""
+    """What one tick changed: the applied edge delta and every view's change.
 
-    edge_delta: ZSet
-    changes: dict[str, ZSet] = field(default_factory=dict)
-    seconds: float = 0.0
-    outputs: dict[str, ZSet] = field(default_factory=dict)  # sinks of the graph's circuits
+    ``edge_delta`` is made when first read: given as ``(make, *args)``, it is
+    ``make(*args)`` (a tick's kernel hands back its change rows, and most callers read
+    only ``changes``).
+
+    >>> t = Tick(ZSet.from_rows([(1, 2)]), {"triangle": ZSet.empty(3)})
+    >>> t.edge_delta.to_dict(), len(t.changes["triangle"])
+    ({(1, 2): 1}, 0)
+    """
+
+    __slots__ = ("_delta", "changes", "seconds", "outputs")
+
+    def __init__(self, edge_delta, changes: dict[str, ZSet] | None = None, seconds: float = 0.0,
+                 outputs: dict[str, ZSet] | None = None):
+        self._delta = edge_delta  # a ZSet, or (make, *args) for one
+        self.changes = {} if changes is None else changes
+        self.seconds = seconds
+        self.outputs = {} if outputs is None else outputs  # sinks of the graph's circuits
+
+    @property
+    def edge_delta(self) -> ZSet:
+        d = self._delta
+        if type(d) is tuple:
+            d = self._delta = d[0](*d[1:])
+        return d
+
+    def __repr__(self) -> str:
+        return (f"Tick(edge_delta={len(self.edge_delta)} rows, changes={ {n: len(z) for n, z in self.changes.items()} }, "
+                f"seconds={self.seconds:.6f})")
 
 
 class GraphView:
@@ -454,7 +476,7 @@ class Graph:
                 with deferred_interrupts():  # the kernel commits in place: the tick is done then
                     bad, primary, outs = plan.run_edges(ins, dels)
                     if bad < 0:
-                        delta = ZSet(primary[0].copy(), primary[1].copy())
+                        delta = (plan.primary_delta, *primary)
                         changes = {}
                         for (name, v), (k, vw) in zip(self.views.items(), outs):
                             v.last_change = changes[name] = ZSet(k, vw)
