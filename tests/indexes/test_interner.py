@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from indexes.interner import MAX_VALUE_DEPTH, Interner, check_depth, tag_of
@@ -79,3 +79,32 @@ def test_check_depth_names_the_path_through_maps_and_sets():
     check_depth({"a": [frozenset({(1,)})]}, limit=4)
     with pytest.raises(InputError, match=r"at tx\['a'\]\[0\]\[#\{\}\]"):
         check_depth({"a": [frozenset({(1,)})]}, limit=3, what="tx")
+
+
+def _depth(x):
+    """The nesting depth of ``x``, recursively (the oracle of ``check_depth``)."""
+    if isinstance(x, dict):
+        return 1 + max([_depth(v) for v in x.values()] + [_depth(k) for k in x], default=0)
+    if isinstance(x, (list, tuple, set, frozenset)):
+        return 1 + max((_depth(v) for v in x), default=0)
+    return 0
+
+
+_scalars = st.one_of(st.integers(-5, 5), st.text(max_size=2), st.builds(Keyword, st.just(":a/b")))
+_hashables = st.recursive(_scalars, lambda inner: st.one_of(
+    st.tuples(inner, inner), st.frozensets(inner, max_size=3)), max_leaves=6)
+_trees = st.recursive(_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.tuples(inner), st.sets(_hashables, max_size=3),
+    st.dictionaries(_hashables, inner, max_size=3)), max_leaves=25)
+
+
+@given(st.lists(_trees, max_size=6), st.integers(1, 7))
+@example([{((1,),): 1}], 3)  # only a map key nests past the limit
+def test_check_depth_refuses_exactly_what_nests_past_the_limit(tx, limit):
+    """The level-by-level fast pass and the path-keeping pass agree with a plain recursive
+    depth on mixed lists, tuples, sets and maps (collections as map keys too)."""
+    if _depth(tx) > limit:
+        with pytest.raises(InputError, match="nests more than"):
+            check_depth(tx, limit=limit, what="tx")
+    else:
+        check_depth(tx, limit=limit, what="tx")
