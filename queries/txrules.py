@@ -36,6 +36,7 @@ Relies on ``indexes.eav`` and ``queries.edn``; used by ``queries.transact`` (``r
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -81,13 +82,15 @@ def apply_rules(store: EavStore, rows: I64, added: npt.NDArray[np.bool_], idents
     added : ``bool[n]``, True where the row is asserted, False where it is retracted.
     idents : the ident of every attribute id in ``rows``.
     tx : the transaction's entity id (the fourth column of ``adds``).
-    report : build ``tx_data`` (decoded ``(e, attr, value, added)`` tuples), else ``[]``.
+    report : give ``tx_data``, else ``[]``.
 
     Returns
     -------
     adds : ``int64[k, 4]`` ``(e, aid, vid, tx)`` rows, new (sorted when ``report``).
     retracts : ``int64[m, 4]`` live rows, each with the transaction that added it.
-    tx_data : adds then retracts, decoded.
+    tx_data : a function of no arguments giving the datoms ``(e, attr, value, added)``,
+        adds then retracts, decoded (``Report.tx_data`` calls it when first read: a bulk
+        transaction's caller seldom reads them, and decoding cost as much as the rules).
 
     Raises
     ------
@@ -137,7 +140,7 @@ def apply_rules(store: EavStore, rows: I64, added: npt.NDArray[np.bool_], idents
         add, ret = _by_datom(add), _by_datom(ret)
     adds = np.concatenate([add, np.full((len(add), 1), tx, np.int64)], axis=1)
     retracts = np.concatenate([ret, store.tx_of(ret)[:, None] if len(ret) else ret[:, :1]], axis=1)
-    return adds, retracts, _tx_data(store, add, ret, idents) if report else []
+    return adds, retracts, partial(_tx_data, store, add, ret, idents) if report else []
 
 
 def _composite(store: EavStore, c: Any, add: I64, ret: I64, idents: dict[int, str]) -> tuple[I64, I64]:

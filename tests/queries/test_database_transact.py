@@ -45,6 +45,19 @@ def test_tempids_and_report(db):
                 r.tempids["ann"]) == "Bob"
 
 
+def test_tx_data_read_after_later_transactions_is_what_the_transaction_did(db):
+    """A report decodes its datoms when first read: later transactions, a failed one that
+    gives back the values it interned, and a retraction of the value change nothing."""
+    r = db.transact([{":db/id": "a", ":name": "Ann", ":tag": ":fresh"}])
+    ann = r.tempids["a"]
+    with pytest.raises(SchemaError):
+        db.transact([[":db/add", ann, ":tag", ":never"], [":db/add", ann, ":age", "old"]])
+    db.transact([[":db/retract", ann, ":tag", ":fresh"], [":db/add", ann, ":tag", ":other"]])
+    assert sorted(d[1:] for d in r.tx_data if d[1] != ":db/txInstant") == \
+        [(":name", "Ann", True), (":tag", ":fresh", True)]
+    assert r.tx_data[-1][:2] == (r.tx, ":db/txInstant")
+
+
 def test_set_semantics(db):
     r = db.transact([[":db/add", "a", ":name", "Ann"], [":db/add", "a", ":tag", ":x"]])
     ann = r.tempids["a"]
