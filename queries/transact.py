@@ -333,40 +333,37 @@ def resolve(store: EavStore, data: list):
     """Resolve a transaction: ``(adds, retracts, tx, tempids, tx_data)``.
 
     ``adds`` and ``retracts`` are ``(e, aid, v, tx)`` arrays ready for ``EavStore.stage``.
-    Python walks the forms once, turning each into codes (one dict lookup per tempid,
-    lookup ref and attribute); lookup refs and upserts are then resolved with one index
-    lookup per attribute, and ``queries.txrules.apply_rules`` applies the rules.
+    The forms become columns (``_expand``), and each column codes: entity ids with numpy
+    when all are ints (else one dict lookup per tempid and lookup ref), values attribute
+    by attribute (``_value_codes``); lookup refs and upserts are then resolved with one
+    index lookup per attribute, and ``queries.txrules.apply_rules`` applies the rules.
     """
     forms = _expand(store, list(data))
-    interner = store.interner
     ents = _Entities(store)
     n = len(forms.es)
     schemas: dict[str, Attribute] = {}
     aid_of: dict[str, int] = {}
-    info: dict[Any, tuple] = {}   # an ident as written -> (ident, schema, aid, fast type)
-    e_codes, v_codes, aids, v_ent = [], [], [], []
-    code, encode, next_eid = ents.code, interner.encode, store.next_eid
-    for e, attr, v in zip(forms.es, forms.attrs, forms.vs):
-        found = info.get(attr)
-        if found is None:
-            ident = str(_kw(attr))
-            schema = schemas[ident] = store.attribute(ident)
-            aid_of[ident] = store.aid(ident)
-            found = info[attr] = (ident, schema, aid_of[ident], _FAST.get(schema.value_type))
-        ident, schema, aid, fast = found
-        e_codes.append(e if type(e) is int and 0 < e < next_eid else code(e, True))
-        aids.append(aid)
-        if fast is _REF:
-            v_codes.append(code(v, False))
-            v_ent.append(True)
+    written = {a: j for j, a in enumerate(dict.fromkeys(forms.attrs))}  # each ident as written
+    for attr in written:
+        ident = str(_kw(attr))
+        if ident not in schemas:
+            schemas[ident], aid_of[ident] = store.attribute(ident), store.aid(ident)
+    kinds = [(schemas[str(_kw(a))], aid_of[str(_kw(a))]) for a in written]
+    col = np.fromiter(map(written.__getitem__, forms.attrs), dtype=np.int64, count=n)
+    aids = np.array([aid for _, aid in kinds], dtype=np.int64)[col] if n else np.zeros(0, np.int64)
+    e_codes = _entity_codes(forms.es, ents, store.next_eid, True)
+    v_codes = np.empty(n, dtype=np.int64)
+    v_ent = np.zeros(n, dtype=bool)
+    for j, (schema, _) in enumerate(kinds):
+        rows = None if len(kinds) == 1 else np.flatnonzero(col == j)
+        vals = forms.vs if rows is None else [forms.vs[i] for i in rows.tolist()]
+        where = slice(None) if rows is None else rows
+        if schema.value_type == "ref":
+            v_codes[where] = _entity_codes(vals, ents, store.next_eid, False)
+            v_ent[where] = True
         else:
-            v_codes.append(encode(v if type(v) is fast else _check_value(schema, v)))
-            v_ent.append(False)
-    e_codes = np.array(e_codes, dtype=np.int64)
-    v_codes = np.array(v_codes, dtype=np.int64)
-    aids = np.array(aids, dtype=np.int64)
-    v_ent = np.array(v_ent, dtype=bool)
-    special = [(row, code(x, True)) for row, x in forms.retract_entity]
+            v_codes[where] = _value_codes(store.interner, schema, vals)
+    special = [(row, ents.code(x, True)) for row, x in forms.retract_entity]
     ref_eids = ents.resolve_refs()
     tx = store.new_tx()
     tempid_eids = _tempids(store, ents, forms, e_codes, v_codes, v_ent, aids, schemas,
@@ -392,6 +389,43 @@ def resolve(store: EavStore, data: list):
     names = {(k if not isinstance(k, Tagged) else k.value[-1]): int(tempid_eids[i])
              for k, i in ents.tempids.items() if not isinstance(k, _TempId)}
     return adds, retracts, tx, names, tx_data
+
+
+def _entity_codes(xs: list, ents: _Entities, next_eid: int, entity: bool) -> I64:
+    """``_Entities`` codes of entity references ``xs``: when all are ints (an entity id is
+    its own code) with numpy, else one ``code`` call each (tempids, lookup refs, idents,
+    and the error a bad one raises)."""
+    if set(map(type, xs)) == {int}:
+        try:
+            out = np.array(xs, dtype=np.int64)
+        except OverflowError:
+            out = None
+        if out is not None:
+            bad = np.flatnonzero((out <= 0) | (out >= next_eid))
+            for i in bad.tolist():
+                ents.code(xs[i], entity)  # raises
+            return out
+    code = ents.code
+    return np.array([x if type(x) is int and 0 < x < next_eid else code(x, entity) for x in xs],
+                    dtype=np.int64).reshape(-1)
+
+
+def _value_codes(interner: Any, schema: Attribute, vs: list) -> I64:
+    """Interned ids of one attribute's values ``vs`` (not a ref's): type-checked and
+    coerced by ``_check_value`` unless each already has the attribute's Python type;
+    longs with numpy, other values one ``encode`` each."""
+    fast = _FAST.get(schema.value_type)
+    types = set(map(type, vs))
+    if types == {int} and fast is int:
+        try:
+            return interner.encode_many(np.array(vs, dtype=np.int64))
+        except OverflowError:  # beyond int64: interned one by one (bigint)
+            pass
+    encode = interner.encode
+    if len(types) == 1 and fast in types:
+        return np.fromiter(map(encode, vs), dtype=np.int64, count=len(vs))
+    return np.fromiter((encode(v if type(v) is fast else _check_value(schema, v)) for v in vs),
+                       dtype=np.int64, count=len(vs))
 
 
 def _tempids(store: EavStore, ents: _Entities, forms: _Forms, e_codes: I64, v_codes: I64,

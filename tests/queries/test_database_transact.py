@@ -3,6 +3,7 @@
 import uuid
 from datetime import datetime, timezone
 
+import numpy as np
 import pytest
 
 from queries.database import Database
@@ -221,3 +222,25 @@ def test_cas_swaps_only_the_expected_value(db):
     assert people(db) == {("Ann", 31), ("Bob", 20)}
     with pytest.raises(SchemaError, match="cardinality-one"):
         db.transact([[":db/cas", bob, ":friend", None, ann]])
+
+
+def test_columns_of_mixed_kinds_take_the_per_value_route(db):
+    """Entity and value columns are coded with numpy when every item is a plain int, one
+    by one otherwise: ints beside tempids, numpy ints, ints past int64 and bools."""
+    db.transact('[{:db/ident :big :db/valueType :db.type/bigint :db/cardinality :db.cardinality/many}]')
+    ann = db.transact([{":db/id": "a", ":name": "Ann"}]).tempids["a"]
+    r = db.transact([[":db/add", ann, ":age", 40], [":db/add", "b", ":name", "Bob"],
+                     [":db/add", np.int64(ann), ":big", 2 ** 70], [":db/add", ann, ":big", 5],
+                     [":db/add", "b", ":friend", ann], [":db/add", ann, ":friend", "b"]])
+    bob = r.tempids["b"]
+    assert db.q('[:find ?b :in $ ?e :where [?e :big ?b]]', ann) == {(2 ** 70,), (5,)}
+    assert db.q('[:find ?x ?y :where [?x :friend ?y]]') == {(bob, ann), (ann, bob)}
+    before = db.q('[:find ?e ?a ?v :where [?e ?a ?v]]')
+    for bad, match in (([[":db/add", 2 ** 70, ":age", 1]], "does not exist"),
+                       ([[":db/add", ann, ":age", 1], [":db/add", 0, ":age", 1]], "bad entity 0"),
+                       ([[":db/add", ann, ":friend", 2 ** 40]], "does not exist"),
+                       ([[":db/add", ann, ":age", 1], [":db/add", bob, ":age", True]], "does not match"),
+                       ([[":db/add", True, ":age", 1]], "bad entity")):
+        with pytest.raises(SchemaError, match=match):
+            db.transact(bad)
+    assert db.q('[:find ?e ?a ?v :where [?e ?a ?v]]') == before
