@@ -7,7 +7,10 @@ applied in place in O(k log N) time plus the shifts inside the segments it touch
 a lookup reads one structure, never a stack of runs. Level 0 is *dense* (position =
 value - base, no search) when its values span at most ``config.DENSE_SPAN`` times their number,
 as interned ids do; else sorted. When a level runs out of room the trie grows that
-level's arrays; when most of a level is dead (segments freed or moved) it compacts.
+level's arrays; when most of a level is dead (segments freed or moved) it compacts. A
+sorted level 0 that runs out of room is laid out again instead, dense when its values now
+allow: a trie that transactions built from empty gets the O(1) removals of a dense level 0
+(a sorted one shifts the rest of the level for each value it loses).
 
 A ``TrieView`` is a sum of tries (an index's state, plus a tick's delta as a compact
 trie: ``wcoj.tables.TrieTable``) and implements ``wcoj``'s ``PrefixExtender`` protocol.
@@ -168,7 +171,8 @@ class Trie:
 
     def make_room(self, level: int, need: int) -> None:
         """Give ``level`` room for ``need`` more entries (for a dense level 0: room for
-        position ``need``), by growing its arrays or compacting the trie."""
+        position ``need``), by growing its arrays or laying the trie out again (compact;
+        always for level 0, which then turns dense or sorted as its values say)."""
         part = self.part
         dense = part.dense
         if level == 0 and dense is not None:
@@ -183,7 +187,7 @@ class Trie:
                 self._refill(*part.rows_arrays(), dense=None)
             return
         used, dead = part.used(level), part.dead(level)
-        if dead * 2 > used:
+        if dead * 2 > used or level == 0:  # a sorted level 0 is laid out again: dense if it can be
             self._refill(*part.rows_arrays(), extra=need)
         else:
             part.grow_level(level, int((used + need) * config.GROWTH) + config.SLACK)

@@ -119,6 +119,25 @@ def test_a_dense_level_0_grows_below_and_above_its_range_and_turns_sorted_when_s
     assert idx.trie.part.dense is None and idx.view("prev").to_zset().to_dict() == want
 
 
+def test_a_sorted_level_0_built_commit_by_commit_turns_dense_when_it_grows(monkeypatch):
+    """Transactions build a relation's tries from empty (sorted level 0); when level 0 runs
+    out of room it is laid out again, dense when its values allow. A dense level 0 removes
+    a value in O(1): a sorted one shifts the rest of the level, and a transaction
+    retracting 10,000 entities took 84 ms in one trie."""
+    monkeypatch.setattr(config, "DENSE_MIN", 4)
+    idx = IncrementalIndex(2, (0, 1))
+    want = {}
+    for lo in range(1, 301, 10):
+        rows = {(i, 7): 1 for i in range(lo, lo + 10)}
+        idx.stage(ZSet.from_dict(rows))
+        idx.commit()
+        want.update(rows)
+    assert idx.trie.part.dense is not None and idx.view("prev").to_zset().to_dict() == want
+    idx.stage(ZSet.from_dict({r: -1 for r in want}))
+    idx.commit()
+    assert idx.trie.n_rows == 0 and idx.view("prev").to_zset().to_dict() == {}
+
+
 def test_load_replaces_the_committed_state():
     idx = IncrementalIndex(2, (1, 0))
     idx.stage(ZSet.from_rows([(1, 2)]))
