@@ -8,9 +8,10 @@ a lookup reads one structure, never a stack of runs. Level 0 is *dense* (positio
 value - base, no search) when its values span at most ``config.DENSE_SPAN`` times their number,
 as interned ids do; else sorted. When a level runs out of room the trie grows that
 level's arrays; when most of a level is dead (segments freed or moved) it compacts. A
-sorted level 0 that runs out of room is laid out again instead, dense when its values now
-allow: a trie that transactions built from empty gets the O(1) removals of a dense level 0
-(a sorted one shifts the rest of the level for each value it loses).
+sorted level 0 that runs out of room is laid out again instead when its values now allow a
+dense layout: a trie that transactions built from empty gets the O(1) removals of a dense
+level 0 (a sorted one shifts the rest of the level for each value it loses), and a sparse
+one keeps growing by copies.
 
 A ``TrieView`` is a sum of tries (an index's state, plus a tick's delta as a compact
 trie: ``wcoj.tables.TrieTable``) and implements ``wcoj``'s ``PrefixExtender`` protocol.
@@ -172,7 +173,7 @@ class Trie:
     def make_room(self, level: int, need: int) -> None:
         """Give ``level`` room for ``need`` more entries (for a dense level 0: room for
         position ``need``), by growing its arrays or laying the trie out again (compact;
-        always for level 0, which then turns dense or sorted as its values say)."""
+        for a sorted level 0 whose values now allow it, dense)."""
         part = self.part
         dense = part.dense
         if level == 0 and dense is not None:
@@ -187,11 +188,19 @@ class Trie:
                 self._refill(*part.rows_arrays(), dense=None)
             return
         used, dead = part.used(level), part.dead(level)
-        if dead * 2 > used or level == 0:  # a sorted level 0 is laid out again: dense if it can be
+        if dead * 2 > used or level == 0 and self._may_turn_dense():
             self._refill(*part.rows_arrays(), extra=need)
         else:
             part.grow_level(level, int((used + need) * config.GROWTH) + config.SLACK)
             self.version += 1
+
+    def _may_turn_dense(self) -> bool:
+        """Whether a sorted level 0's values (by their bounds) now allow a dense layout."""
+        part = self.part
+        if not part.rows:
+            return False
+        bounds = part.stats()
+        return _dense_range(int(bounds[0, 0]), int(bounds[0, 1]), part.level_size(0))
 
     def weights(self, keys: I64) -> I64:
         """The weight of each row of ``keys`` (0 where absent)."""
