@@ -34,7 +34,7 @@ from indexes.interner import BOOLEAN, TAG_SHIFT, ref_ids
 from queries.edn import Keyword, Tagged
 from queries.schema import SCHEMA_KEYS, install, is_ident
 from queries.txrules import apply_rules, owners
-from wcoj.errors import CasError, SchemaError
+from wcoj.errors import CasError, InputError, SchemaError
 
 __all__ = ["resolve", "bulk", "entity_id"]
 
@@ -419,8 +419,8 @@ def _value_codes(interner: Any, schema: Attribute, vs: list) -> I64:
     if types == {int} and fast is int:
         try:
             return interner.encode_many(np.array(vs, dtype=np.int64))
-        except OverflowError:  # beyond int64: interned one by one (bigint)
-            pass
+        except (OverflowError, InputError):  # past int64, or past the longs kept without a
+            pass                              # table (+-2**55): interned one by one
     encode = interner.encode
     if len(types) == 1 and fast in types:
         return np.fromiter(map(encode, vs), dtype=np.int64, count=len(vs))
@@ -531,8 +531,12 @@ def _bulk_values(store: EavStore, schema: Any, values: np.ndarray) -> np.ndarray
         if ids.size:
             store.next_eid = max(store.next_eid, int(ids.max()) + 1)
         return ids
-    if t in ("long", "bigint") and values.dtype.kind in "iu":
-        return store.interner.encode_many(values.astype(np.int64))
+    if t in ("long", "bigint") and values.dtype.kind in "iu" and \
+            (values.dtype.kind == "i" or not values.size or values.max() <= np.iinfo(np.int64).max):
+        try:
+            return store.interner.encode_many(values.astype(np.int64))
+        except InputError:  # past the longs kept without a table (+-2**55): one by one below
+            pass
     if t == "boolean" and values.dtype.kind == "b":
         return (np.int64(BOOLEAN) << TAG_SHIFT) | values.astype(np.int64)
     if t == "ref":

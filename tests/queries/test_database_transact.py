@@ -234,6 +234,8 @@ def test_columns_of_mixed_kinds_take_the_per_value_route(db):
                      [":db/add", "b", ":friend", ann], [":db/add", ann, ":friend", "b"]])
     bob = r.tempids["b"]
     assert db.q('[:find ?b :in $ ?e :where [?e :big ?b]]', ann) == {(2 ** 70,), (5,)}
+    db.transact([[":db/add", bob, ":age", 2 ** 60], [":db/add", ann, ":age", 3]])  # past the table-free longs
+    assert db.q('[:find ?e ?a :where [?e :age ?a]]') == {(bob, 2 ** 60), (ann, 3)}
     assert db.q('[:find ?x ?y :where [?x :friend ?y]]') == {(bob, ann), (ann, bob)}
     before = db.q('[:find ?e ?a ?v :where [?e ?a ?v]]')
     for bad, match in (([[":db/add", 2 ** 70, ":age", 1]], "does not exist"),
