@@ -60,7 +60,7 @@ from indexes.index import Relation
 from queries.bind import Binder, Inputs, bind_inputs
 from queries.aggregates import Groups
 from queries.circuits import CompiledView, compile_view
-from queries.results import Change, answer, pulled, shape
+from queries.results import Change, Report, answer, pulled, shape, with_datom
 from queries.pull import pull
 from queries.edn import Keyword, loads
 from queries.functions import Registry
@@ -75,41 +75,6 @@ __all__ = ["Database", "View", "Report", "Change", "TX_INSTANT", "IDENT"]
 Q_CACHE = 64  # compiled circuits of q kept per database (least recently used first out)
 TX_INSTANT = ":db/txInstant"  # every transaction entity has one: its wall-clock instant
 IDENT = ":db/ident"  # an entity's keyword name (enumerations): unique, so [:db/ident :k] finds it
-
-def _with_datom(tx_data, datom: tuple):
-    """``tx_data`` (a list, or a function giving one) with ``datom`` last."""
-    return (lambda: tx_data() + [datom]) if callable(tx_data) else tx_data + [datom]
-
-
-class Report:
-    """What a transaction did: its entity ``tx``, its datoms ``tx_data`` (``(e, attr,
-    value, added)``, decoded when first read), ``tempids``, each view's change ``views``
-    and the time it took.
-
-    >>> db = Database()
-    >>> _ = db.transact('[{:db/ident :n :db/valueType :db.type/long}]')
-    >>> r = db.transact([{":db/id": "x", ":n": 7}])
-    >>> [(str(a), v, added) for _, a, v, added in r.tx_data][0], r.tempids["x"] == r.tx_data[0][0]
-    ((':n', 7, True), True)
-    """
-
-    __slots__ = ("tx", "_tx_data", "tempids", "views", "seconds")
-
-    def __init__(self, tx: int, tx_data, tempids: dict, views: dict[str, Change], seconds: float = 0.0):
-        self.tx, self.tempids, self.views, self.seconds = tx, tempids, views, seconds
-        self._tx_data = tx_data  # a list, or a function giving it
-
-    @property
-    def tx_data(self) -> list:
-        d = self._tx_data
-        if callable(d):
-            d = self._tx_data = d()
-        return d
-
-    def __repr__(self) -> str:
-        return (f"Report(tx={self.tx}, tempids={self.tempids!r}, views={sorted(self.views)}, "
-                f"seconds={self.seconds:.6f})")
-
 
 class View:
     """A query kept up to date: ``result()`` always equals ``db.q`` of the same query.
@@ -589,7 +554,7 @@ class Database:
                     instant = max(datetime.now(timezone.utc), self._last_instant)
                     adds = np.concatenate([adds, [[tx_id, store.aid(TX_INSTANT),
                                                    store.interner.encode(instant), tx_id]]])
-                    tx_data = _with_datom(tx_data, (tx_id, Keyword(TX_INSTANT), instant, True))
+                    tx_data = with_datom(tx_data, (tx_id, Keyword(TX_INSTANT), instant, True))
                 installs = store.staged_installs()
                 store.stage(tx, adds, retracts)
                 changes = {name: v._stage(store.changed) for name, v in self.views.items()}

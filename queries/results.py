@@ -3,7 +3,8 @@
 ``shape`` turns rows into what ``q`` returns (a set, a list, a tuple, a scalar, or maps
 for ``:keys``/``:strs``/``:syms``); ``pulled`` replaces entity ids by pulled maps;
 ``Change`` is a view's change in one transaction, decoded when read; ``answer`` is all of it
-for a compiled query's first tick (what ``q`` and a nested ``q`` return).
+for a compiled query's first tick (what ``q`` and a nested ``q`` return); ``Report`` is
+what ``transact`` returns, its datoms decoded when read.
 
 Relies on ``queries.pull``, ``queries.aggregates`` and ``queries.functions`` (the order of
 values); used by ``queries.database`` and ``queries.subquery``.
@@ -24,7 +25,7 @@ from queries.edn import Keyword, Symbol
 from queries.functions import compare
 from queries.pull import pull
 
-__all__ = ["Change", "answer", "shape", "pulled"]
+__all__ = ["Change", "Report", "answer", "shape", "pulled", "with_datom"]
 
 
 class Change:
@@ -121,3 +122,39 @@ def shape(query: Query, rows: list) -> Any:
         return set(rows)
     except TypeError:  # pulled maps or collection aggregates are not hashable
         return _sort(rows)
+
+
+def with_datom(tx_data, datom: tuple):
+    """``tx_data`` (a list, or a function giving one) with ``datom`` last."""
+    return (lambda: tx_data() + [datom]) if callable(tx_data) else tx_data + [datom]
+
+
+class Report:
+    """What a transaction did: its entity ``tx``, its datoms ``tx_data`` (``(e, attr,
+    value, added)``, decoded when first read), ``tempids``, each view's change ``views``
+    and the time it took.
+
+    >>> from queries.database import Database
+    >>> db = Database()
+    >>> _ = db.transact('[{:db/ident :n :db/valueType :db.type/long}]')
+    >>> r = db.transact([{":db/id": "x", ":n": 7}])
+    >>> [(str(a), v, added) for _, a, v, added in r.tx_data][0], r.tempids["x"] == r.tx_data[0][0]
+    ((':n', 7, True), True)
+    """
+
+    __slots__ = ("tx", "_tx_data", "tempids", "views", "seconds")
+
+    def __init__(self, tx: int, tx_data, tempids: dict, views: dict[str, Change], seconds: float = 0.0):
+        self.tx, self.tempids, self.views, self.seconds = tx, tempids, views, seconds
+        self._tx_data = tx_data  # a list, or a function giving it
+
+    @property
+    def tx_data(self) -> list:
+        d = self._tx_data
+        if callable(d):
+            d = self._tx_data = d()
+        return d
+
+    def __repr__(self) -> str:
+        return (f"Report(tx={self.tx}, tempids={self.tempids!r}, views={sorted(self.views)}, "
+                f"seconds={self.seconds:.6f})")
