@@ -345,12 +345,18 @@ class Interner:
             del vals[n:]
 
     def encode_many(self, values: Iterable[Any]) -> I64:
-        """Ids of many values; longs of an all-int input are encoded without a Python loop."""
-        if isinstance(values, np.ndarray) and values.dtype.kind == "i":
-            v = values.astype(np.int64)
-            if v.size and (v.min() < -_BIAS or v.max() >= _BIAS):
-                raise InputError("integers beyond +-2**55 need encode() one at a time")
-            return (np.int64(LONG) << TAG_SHIFT) | (v + _BIAS)
+        """Ids of many values. An integer array's longs in ``[-2**55, 2**55)`` (no table)
+        are encoded without a Python loop; other values, larger integers included, one
+        ``encode`` each.
+
+        >>> it = Interner(); big = 2 ** 60
+        >>> it.encode_many(np.array([1, big])).tolist() == [it.encode(1), it.encode(big)]
+        True
+        """
+        if isinstance(values, np.ndarray) and values.dtype.kind in "iu" and values.size:
+            if values.min() >= -_BIAS and values.max() < _BIAS:
+                return (np.int64(LONG) << TAG_SHIFT) | (values.astype(np.int64) + _BIAS)
+            values = values.tolist()  # Python ints: exact past int64 too (a uint64's)
         return np.fromiter((self.encode(v) for v in values), dtype=np.int64)
 
     def decode_one(self, vid: int) -> Any:

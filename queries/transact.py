@@ -34,7 +34,7 @@ from indexes.interner import BOOLEAN, TAG_SHIFT, ref_ids
 from queries.edn import Keyword, Tagged
 from queries.schema import SCHEMA_KEYS, install, is_ident
 from queries.txrules import apply_rules, owners
-from wcoj.errors import CasError, InputError, SchemaError
+from wcoj.errors import CasError, SchemaError
 
 __all__ = ["resolve", "bulk", "entity_id"]
 
@@ -344,11 +344,12 @@ def resolve(store: EavStore, data: list):
     schemas: dict[str, Attribute] = {}
     aid_of: dict[str, int] = {}
     written = {a: j for j, a in enumerate(dict.fromkeys(forms.attrs))}  # each ident as written
+    kinds = []  # per ident as written: (schema, aid)
     for attr in written:
         ident = str(_kw(attr))
         if ident not in schemas:
             schemas[ident], aid_of[ident] = store.attribute(ident), store.aid(ident)
-    kinds = [(schemas[str(_kw(a))], aid_of[str(_kw(a))]) for a in written]
+        kinds.append((schemas[ident], aid_of[ident]))
     col = np.fromiter(map(written.__getitem__, forms.attrs), dtype=np.int64, count=n)
     aids = np.array([aid for _, aid in kinds], dtype=np.int64)[col] if n else np.zeros(0, np.int64)
     e_codes = _entity_codes(forms.es, ents, store.next_eid, True)
@@ -412,18 +413,15 @@ def _entity_codes(xs: list, ents: _Entities, next_eid: int, entity: bool) -> I64
 
 def _value_codes(interner: Any, schema: Attribute, vs: list) -> I64:
     """Interned ids of one attribute's values ``vs`` (not a ref's): type-checked and
-    coerced by ``_check_value`` unless each already has the attribute's Python type;
-    longs with numpy, other values one ``encode`` each."""
+    coerced by ``_check_value`` unless each already has the attribute's Python type; an
+    all-int column of longs through ``encode_many``, other values one ``encode`` each."""
     fast = _FAST.get(schema.value_type)
-    types = set(map(type, vs))
-    if types == {int} and fast is int:
+    if fast is int and set(map(type, vs)) == {int}:
         try:
             return interner.encode_many(np.array(vs, dtype=np.int64))
-        except (OverflowError, InputError):  # past int64, or past the longs kept without a
-            pass                              # table (+-2**55): interned one by one
+        except OverflowError:  # past int64: one by one below
+            pass
     encode = interner.encode
-    if len(types) == 1 and fast in types:
-        return np.fromiter(map(encode, vs), dtype=np.int64, count=len(vs))
     return np.fromiter((encode(v if type(v) is fast else _check_value(schema, v)) for v in vs),
                        dtype=np.int64, count=len(vs))
 
@@ -531,12 +529,8 @@ def _bulk_values(store: EavStore, schema: Any, values: np.ndarray) -> np.ndarray
         if ids.size:
             store.next_eid = max(store.next_eid, int(ids.max()) + 1)
         return ids
-    if t in ("long", "bigint") and values.dtype.kind in "iu" and \
-            (values.dtype.kind == "i" or not values.size or values.max() <= np.iinfo(np.int64).max):
-        try:
-            return store.interner.encode_many(values.astype(np.int64))
-        except InputError:  # past the longs kept without a table (+-2**55): one by one below
-            pass
+    if t in ("long", "bigint") and values.dtype.kind in "iu":
+        return store.interner.encode_many(values)
     if t == "boolean" and values.dtype.kind == "b":
         return (np.int64(BOOLEAN) << TAG_SHIFT) | values.astype(np.int64)
     if t == "ref":
