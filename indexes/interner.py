@@ -45,7 +45,7 @@ import numpy.typing as npt
 
 from wcoj.errors import InputError, excerpt
 
-__all__ = ["Interner", "REF", "LONG", "INSTANT", "BOOLEAN", "TAG_SHIFT", "ref_ids", "tag_of",
+__all__ = ["Interner", "FrozenMap", "freeze", "REF", "LONG", "INSTANT", "BOOLEAN", "TAG_SHIFT", "ref_ids", "tag_of",
            "MAX_VALUE_DEPTH", "check_depth"]
 
 MAX_VALUE_DEPTH = 100
@@ -208,15 +208,19 @@ class FrozenMap(dict):
         return f"FrozenMap({dict.__repr__(self)})"
 
 
-def _freeze(value: Any) -> Any:
+def freeze(value: Any) -> Any:
     """Lists become tuples, sets frozensets and maps ``FrozenMap``s, so collection values
-    can be interned."""
+    can be interned (and hashed: ``queries.ednvalues.hashable`` is this).
+
+    >>> freeze([1, [2], {3: {4}}])
+    (1, (2,), FrozenMap({3: frozenset({4})}))
+    """
     if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
+        return tuple(freeze(v) for v in value)
     if isinstance(value, (set, frozenset)):
-        return frozenset(_freeze(v) for v in value)
+        return frozenset(freeze(v) for v in value)
     if isinstance(value, dict) and not isinstance(value, FrozenMap):
-        return FrozenMap({_freeze(k): _freeze(v) for k, v in value.items()})
+        return FrozenMap({freeze(k): freeze(v) for k, v in value.items()})
     return value
 
 
@@ -259,7 +263,7 @@ class Interner:
             raise InputError(f"value id {vid} is out of sequence: table {tag} has {len(table)} values")
         if tag == 8:
             check_depth(value)
-            value = _freeze(value)
+            value = freeze(value)
         table.append(value)
         self._ids[(tag, value if tag != 8 else (type(value).__name__, value))] = vid
 
@@ -286,7 +290,7 @@ class Interner:
         tag = _TABLE_TAGS[_kind(value)]
         if tag == 8:
             check_depth(value)
-            value = _freeze(value)
+            value = freeze(value)
         key = (tag, value if tag != 8 else (type(value).__name__, value))
         found = self._ids.get(key)
         if found is None:
@@ -323,7 +327,7 @@ class Interner:
         tag = _TABLE_TAGS[_kind(value)]
         if tag == 8:
             check_depth(value)
-            value = _freeze(value)
+            value = freeze(value)
         try:
             return self._ids.get((tag, value if tag != 8 else (type(value).__name__, value)), -1)
         except TypeError:  # an unhashable value was never interned

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from indexes.interner import FrozenMap
+from indexes.interner import freeze
 
 __all__ = ["Keyword", "Symbol", "EdnList", "Tagged", "hashable"]
 
@@ -105,17 +105,12 @@ class Tagged:
 
 def hashable(value: Any) -> Any:
     """Return ``value`` with every vector turned into a tuple and every map into a
-    ``FrozenMap`` (a dict that cannot change).
+    ``FrozenMap`` (a dict that cannot change): ``indexes.interner.freeze``, what the
+    interner does to a collection value.
 
     Used for map keys, set elements and query constants, which Python needs hashable.
 
     >>> hashable([1, [2, 3], {4: [5]}])
     (1, (2, 3), FrozenMap({4: (5,)}))
     """
-    if isinstance(value, list):
-        return tuple(hashable(v) for v in value)
-    if isinstance(value, dict) and not isinstance(value, FrozenMap):
-        return FrozenMap({hashable(k): hashable(v) for k, v in value.items()})
-    if isinstance(value, set):
-        return frozenset(value)
-    return value
+    return freeze(value)
