@@ -137,12 +137,6 @@ def _entries_with(prior: Trace, batch: ZSet, t: tuple[int, ...], keys: np.ndarra
             np.concatenate([w, batch.weights]))
 
 
-def _distinct_delta(batch: ZSet, prior: Trace, t: tuple[int, ...]) -> ZSet:
-    """``lattice_delta`` of ``distinct`` over whole rows: one kernel call over the trace's
-    runs and the batch (``wcoj.kernels.lattice.lattice_distinct``)."""
-    return _lattice_distinct(batch, prior, t, _no_rows(prior.arity), False)[0]
-
-
 def scheduled_distinct(batch: ZSet, prior: Trace, t: tuple[int, ...], plan: dict | None) -> tuple[ZSet, dict | None]:
     """``distinct_trace`` at an (epoch, iteration) time ``t`` with a *plan* of the epoch:
     ``{iteration: (rows, ...)}``, the rows of this epoch's earlier batches that an earlier
@@ -167,6 +161,9 @@ def _no_rows(arity: int) -> np.ndarray:
 
 
 def _lattice_distinct(batch: ZSet, prior: Trace, t: tuple[int, ...], extra: Any, scheduled: bool):
+    """``distinct``'s change at ``t`` over whole rows, in one kernel call over the trace's
+    runs and the batch (``wcoj.kernels.lattice.lattice_distinct``; ``extra`` and
+    ``scheduled`` as there): ``(change, plan rows, plan iterations)``."""
     arity = prior.arity
     table = prior.run_table(batch, t)
     k, w, m, bad, plan_rows, plan_its, s = lattice_distinct(
@@ -198,7 +195,7 @@ def lattice_delta(f: Callable[[ZSet], ZSet], batch: ZSet | IndexedZSet, prior: T
     """
     t = as_row(time)
     if f is ZSet.distinct and prior.n_key == prior.arity == out_arity:
-        return _distinct_delta(_rows(batch), prior, t)
+        return _lattice_distinct(_rows(batch), prior, t, _no_rows(prior.arity), False)[0]
     cand = candidate_keys(batch, prior, t)
     if not len(cand):
         return ZSet.empty(out_arity)

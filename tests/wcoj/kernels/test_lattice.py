@@ -73,7 +73,7 @@ def test_lattice_distinct_is_the_inclusion_exclusion_over_every_row(prior, batch
 
 def test_lattice_distinct_reports_the_row_whose_sum_overflows():
     rt, n = table([[((4,), (0, 0), I64_MAX)], [((4,), (0, 1), 1)]], 1)
-    k, w, m, bad, _, _, _ = lattice_distinct(rt.table, n, 1, np.array([0, 1], dtype=np.int64),
+    k, _, m, bad, _, _, _ = lattice_distinct(rt.table, n, 1, np.array([0, 1], dtype=np.int64),
                                              np.zeros((0, 1), dtype=np.int64), False)
     assert bad >= 0 and k[m].tolist() == [4]
 
@@ -150,7 +150,7 @@ def test_lattice_join_reports_overflow():
     ta, _ = table(a, 2)
     tb, _ = table(b, 2)
     maps = (np.array([[0, 1], [0, 1]], dtype=np.int64), np.array([[2], [1]], dtype=np.int64))
-    k, w, m, status, x, y = lattice_join(ta.table, tb.table, 1, 2, 2, np.array([0, 1], dtype=np.int64), *maps)
+    k, _, m, status, x, y = lattice_join(ta.table, tb.table, 1, 2, 2, np.array([0, 1], dtype=np.int64), *maps)
     assert status == PRODUCT_OVERFLOW and {int(x), int(y)} == {I64_MAX, 2}
     assert k[m].tolist() == [1, 5, 7]
     two = [[((1, 5), (0, 0), I64_MAX)], [((1, 5), (0, 1), 1)]]  # one row, two times: the sum overflows
