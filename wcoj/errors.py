@@ -20,7 +20,8 @@ the pieces are also kept as attributes so tests and tools need not parse the tex
     ├── StorageError(OSError)         a durable database's files: wrong kind, unreadable
     ├── CircuitError                  wiring: wrong number of inputs, cycle without delay
     └── WeightOverflowError(OverflowError)
-    PerformanceWarning(UserWarning)   e.g. the planner fell back to binary joins
+    PerformanceWarning(UserWarning)   a slow route a user can avoid: a join atom without
+                                      tries(), a process with NUMBA_DISABLE_JIT set
 
 >>> try:
 ...     raise UnknownAttributeError(":person/nmae", [":person/name", ":movie/title"])
@@ -171,7 +172,11 @@ class WeightOverflowError(WcojError, OverflowError):
 
 
 class PerformanceWarning(UserWarning):
-    """The engine chose a slow path (e.g. fell back to a binary join plan)."""
+    """The engine took a slow route that the user can avoid, and says how: a join whose
+    atom's extender has no ``tries()`` runs through the batched protocol methods
+    (``wcoj.generic_join``); with ``NUMBA_DISABLE_JIT`` set the kernels run as Python
+    (``wcoj.kernels.memory``). Silence it with ``warnings.filterwarnings("ignore",
+    category=PerformanceWarning)``."""
 
 
 def as_interrupt(exc: BaseException) -> BaseException:

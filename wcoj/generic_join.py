@@ -39,13 +39,14 @@ Datalog front ends.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from wcoj import config
-from wcoj.errors import ArityMismatchError, QueryError, UnboundVariableError, WeightOverflowError
+from wcoj.errors import ArityMismatchError, PerformanceWarning, QueryError, UnboundVariableError, WeightOverflowError
 from wcoj.extenders import IncrementalSource
 from wcoj.plan import Atom, _apply_filters, _is_var, _Level, _plan, choose_order
 from wcoj.kernels import zsets as wk
@@ -219,6 +220,18 @@ class _TrieRun:
         return -1, 0, 0
 
 
+def _warn_protocol_route(atoms: Sequence[Atom], tries: list) -> None:
+    """A ``PerformanceWarning`` that the join runs through the batched protocol methods,
+    naming the first atom whose extender has no tries (shown once per extender type)."""
+    i = next(i for i, t in enumerate(tries) if t is None)
+    kind = type(atoms[i].extender).__qualname__
+    warnings.warn(f"join: atom {i} ({kind}) has no tries(), so the whole join runs through the batched "
+                  "PrefixExtender methods with numpy between levels, much slower than the compiled join "
+                  "program; store its rows in an index (indexes.Index, wcoj.Relation) or return tries "
+                  "from tries(); pass fused=False to choose this route without the warning",
+                  PerformanceWarning, stacklevel=3)
+
+
 def _spread_chunks(n: int) -> list[int]:
     """The chunks ``0 .. n - 1`` in an order that hands every thread some of the first
     ones: a batch's hub rows come first (a power-law graph's low ids), and threads that
@@ -327,6 +340,8 @@ def generic_join(atoms: Sequence[Atom], order: Sequence[str], output: Sequence[s
     tries = [a.extender.tries() for a in atoms] if fused is not False else None
     if fused is None:
         fused = all(t is not None for t in tries)
+        if not fused:
+            _warn_protocol_route(atoms, tries)
     out_cols = [order.index(v) for v in (output if output is not None else order)]
     if fused:
         run = _TrieRun(atoms, plan, tries)

@@ -4,16 +4,17 @@ both evaluation paths (fused trie kernels and the generic protocol), every varia
 constants, filters, projections; and the telescoping delta rule over random streams of
 snapshots, after every tick (DESIGN.md, "The incremental join, exactly")."""
 
+import warnings
+
 import numpy as np
 import pytest
 import reference_joins as ref
 from hypothesis import example, find, given, settings
 from hypothesis import strategies as st
 
-import wcoj.generic_join as gj
 from wcoj import config
 from indexes import Relation
-from wcoj.errors import ArityMismatchError, QueryError, UnboundVariableError, WeightOverflowError
+from wcoj.errors import ArityMismatchError, PerformanceWarning, QueryError, UnboundVariableError, WeightOverflowError
 from wcoj.generic_join import Atom, IncrementalGenericJoin, choose_order, generic_join
 from wcoj.zset import ZSet
 
@@ -111,6 +112,33 @@ def test_batch_equals_nested_loops_in_every_order_on_both_paths(q):
     total = sum(want.values())
     assert generic_join(atoms, order, count_only=True, fused=True) == total
     assert generic_join(atoms, order, count_only=True, fused=False) == total
+
+
+class _NoTries:
+    """A user's own storage: the batched protocol methods of a trie view, no tries."""
+
+    def __init__(self, view):
+        self._view = view
+        self.arity = view.arity
+
+    def __getattr__(self, name):
+        return getattr(self._view, name)
+
+    def tries(self):
+        return None
+
+
+def test_an_extender_without_tries_gives_the_same_answer_with_a_performance_warning():
+    E = relation("E", {(1, 2): 2, (2, 3): 1, (1, 3): 3, (3, 4): 1})
+    spec = [(E, ("a", "b")), (E, ("b", "c")), (E, ("a", "c"))]
+    atoms = atoms_for(spec, "abc")
+    mixed = [atoms[0], Atom(_NoTries(atoms[1].extender), atoms[1].terms), atoms[2]]
+    with pytest.warns(PerformanceWarning, match=r"atom 1 \(_NoTries\) has no tries\(\)"):
+        assert generic_join(mixed, "abc").to_dict() == {(1, 2, 3): 6}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")     # the indexed atoms take the program, silently;
+        assert generic_join(atoms, "abc", count_only=True) == 6
+        assert generic_join(mixed, "abc", count_only=True, fused=False) == 6   # and a chosen route
 
 
 @pytest.mark.parametrize("rows", [{}, {(1, 2): 1}])

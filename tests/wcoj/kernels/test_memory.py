@@ -52,3 +52,23 @@ def test_grown_keeps_the_first_rows_and_makes_room(shape):
     out = grown(a, m, 9)
     assert out.shape == (9,) + shape[1:]
     assert np.array_equal(out[:m], a[:m])
+
+
+@pytest.mark.parametrize("jit_off", [False, True])
+def test_a_process_with_the_jit_off_is_warned_once_at_import(jit_off):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
+    if jit_off:
+        env["NUMBA_DISABLE_JIT"] = "1"
+    code = ("import warnings\n"
+            "with warnings.catch_warnings(record=True) as seen:\n"
+            "    warnings.simplefilter('always')\n"
+            "    import wcoj.kernels.zsets, wcoj.kernels.program\n"
+            "print(sum(type(w.message).__name__ == 'PerformanceWarning' for w in seen))\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[3])
+    assert out.stdout.strip() == ("1" if jit_off else "0")
