@@ -4,7 +4,7 @@ A reference Z-set is ``{row_tuple: weight}`` with no zero weights; an indexed on
 same dict whose rows start with ``n_key`` key columns. Python ints never wrap, so every
 oracle decides int64 overflow exactly and raises ``Overflow`` (carrying the row) where
 the engine must raise ``WeightOverflowError``. The ``*_into`` twins mirror
-``wcoj.kernels.weights`` one for one: same arguments minus ``out``, returning
+``wcoj.kernels.zsets``: same arguments minus ``out``, returning
 ``(values, status)`` where ``status`` is the first offending row or segment, or -1.
 
 Used by ``tests/wcoj`` and, as the "dict-of-tuples Z-set", by ``benchmarks/bench_zset``.
@@ -18,9 +18,9 @@ __all__ = [
     "I64_MIN", "I64_MAX", "Overflow", "fits",
     "consolidate", "plus", "negate", "minus", "scale", "distinct", "positive",
     "filter_rows", "map_rows", "select", "index_with", "join", "aggregate",
-    "add_into", "multiply_into", "negate_into", "scale_into",
-    "segment_sum_into", "segment_dot_into", "run_sums_into", "merge_add_into",
-    "cross_multiply_into",
+    "multiply_into",
+    "segment_sum_into", "segment_dot_into", "run_sums_into",
+    "cross_products",
 ]
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
@@ -161,20 +161,8 @@ def _elementwise(values: Iterable[int]) -> tuple[list[int], int]:
     return out, -1
 
 
-def add_into(a: Sequence[int], b: Sequence[int]) -> tuple[list[int], int]:
-    return _elementwise(int(x) + int(y) for x, y in zip(a, b))
-
-
 def multiply_into(a: Sequence[int], b: Sequence[int]) -> tuple[list[int], int]:
     return _elementwise(int(x) * int(y) for x, y in zip(a, b))
-
-
-def negate_into(a: Sequence[int]) -> tuple[list[int], int]:
-    return _elementwise(-int(x) for x in a)
-
-
-def scale_into(a: Sequence[int], c: int) -> tuple[list[int], int]:
-    return _elementwise(int(x) * int(c) for x in a)
 
 
 def _segments(n: int, starts: Sequence[int]) -> list[range]:
@@ -228,21 +216,7 @@ def run_sums_into(keys: Sequence[int], w: Sequence[int]) -> tuple[list[tuple[int
     return out, -1
 
 
-def merge_add_into(ka: Sequence[int], wa: Sequence[int], kb: Sequence[int],
-                   wb: Sequence[int]) -> tuple[list[tuple[int, int]], int]:
-    """``[(key, weight)]`` of the sum of two sorted unique keyed weight lists, zeros
-    dropped; the status is the position in ``ka`` of the first sum that overflows."""
-    b = dict(zip(map(int, kb), map(int, wb)))
-    out: dict[int, int] = {}
-    for i, (k, w) in enumerate(zip(map(int, ka), map(int, wa))):
-        if not fits(w + b.get(k, 0)):
-            return [(x, y) for x, y in sorted(out.items()) if y and x < k], i
-        out[k] = w + b.pop(k, 0)
-    out.update(b)
-    return [(k, w) for k, w in sorted(out.items()) if w], -1
-
-
-def cross_multiply_into(a_lo, a_n, b_lo, b_n, wa, wb) -> tuple[list[tuple[int, int, int]], int]:
+def cross_products(a_lo, a_n, b_lo, b_n, wa, wb) -> tuple[list[tuple[int, int, int]], int]:
     """``[(i, j, wa[i] * wb[j])]`` over every matched run pair, row-major; the status is
     the first position whose product overflows."""
     out = []

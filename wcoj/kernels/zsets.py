@@ -16,7 +16,7 @@ from numba import njit
 
 from .memory import kernel, row_kernel
 
-__all__ = ["I64_MAX", "I64_MIN", "multiply_into", "segment_sum_into", "run_sums_into", "cross_multiply_into",
+__all__ = ["I64_MAX", "I64_MIN", "multiply_into", "segment_sum_into", "run_sums_into",
            "sort_small_into", "radix_sort_into", "column_bounds_into", "pack_rows_into", "match_ranges_into", "merge_rows_into", "sum_adjacent_into", "cross_rows_into", "SMALL_ROWS"]
 
 I64_MAX = np.iinfo(np.int64).max
@@ -120,36 +120,14 @@ def run_sums_into(keys, w, out_pos, out_sums):
 
 
 @kernel
-def cross_multiply_into(a_lo, a_n, b_lo, b_n, wa, wb, out_i, out_j, out_w):
-    """The weight products of a join: for each matched run pair ``r``, every ``(i, j)`` of
-    ``[a_lo[r], a_lo[r] + a_n[r]) x [b_lo[r], b_lo[r] + b_n[r])`` in row-major order gets
-    ``out_w = wa[i] * wb[j]`` (checked). The caller allocates the three outputs with
-    ``sum(a_n * b_n)`` slots. Returns the first output position whose product overflows
-    (its ``out_i`` and ``out_j`` are written, to name the row), or -1.
-    """
-    t = 0
-    for r in range(a_lo.shape[0]):
-        for i in range(a_lo[r], a_lo[r] + a_n[r]):
-            x = wa[i]
-            for j in range(b_lo[r], b_lo[r] + b_n[r]):
-                out_i[t] = i
-                out_j[t] = j
-                if _mul_overflows(x, wb[j]):
-                    return t
-                out_w[t] = x * wb[j]
-                t += 1
-    return -1
-
-
-@kernel
 def cross_rows_into(ka, kb, a_lo, a_n, b_lo, b_n, wa, wb, a_map, b_map, out_keys, out_w):
     """The rows of a join, written in place: for each matched run pair ``r``, every
     ``(i, j)`` of ``[a_lo[r], a_lo[r] + a_n[r]) x [b_lo[r], b_lo[r] + b_n[r])`` in
     row-major order gets an output row and the weight ``wa[i] * wb[j]`` (checked). Output
     column ``a_map[0, c]`` gets ``ka[i, a_map[1, c]]`` and ``b_map[0, c]`` gets ``kb[j,
     b_map[1, c]]``: for a join on ``n`` key columns, the row ``ka[i] ++ kb[j, n:]``, or
-    only the columns a projection after the join keeps. ``cross_multiply_into``
-    fused with the row gathers, so no index arrays are built. The caller allocates
+    only the columns a projection after the join keeps; no index arrays are built. The
+    caller allocates
     ``sum(a_n * b_n)`` output rows.
 
     Returns ``(i, j)`` of the first product that leaves int64, or ``(-1, -1)``.

@@ -121,27 +121,6 @@ def matched_runs(draw):
     return a_lo, a_n, b_lo, b_n, wa, wb
 
 
-@given(matched_runs())
-def test_cross_multiply_into_equals_twin(runs):
-    a_lo, a_n, b_lo, b_n, wa, wb = runs
-    total = sum(x * y for x, y in zip(a_n, b_n))
-    outs = [np.full(total, SENTINEL, dtype=np.int64) for _ in range(3)]
-    bad = int(wk.cross_multiply_into(arr(a_lo), arr(a_n), arr(b_lo), arr(b_n), arr(wa), arr(wb), *outs))
-    twin, twin_bad = ref.cross_multiply_into(a_lo, a_n, b_lo, b_n, wa, wb)
-    assert bad == twin_bad
-    got = list(zip(*(o.tolist() for o in outs)))
-    assert got[:len(twin)] == twin
-
-
-def test_cross_multiply_into_on_literals():
-    outs = [np.zeros(5, dtype=np.int64) for _ in range(3)]
-    # runs a[0:2] x b[1:2] and a[2:3] x b[2:5]
-    bad = wk.cross_multiply_into(arr([0, 2]), arr([2, 1]), arr([1, 2]), arr([1, 3]),
-                                 arr([1, 2, 3]), arr([9, 10, 20, -1, 1]), *outs)
-    assert int(bad) == -1
-    assert [o.tolist() for o in outs] == [[0, 1, 2, 2, 2], [1, 1, 2, 3, 4], [10, 20, 60, -3, 3]]
-
-
 # ---------------------------------------------------------------- rows
 @st.composite
 def rows_and_weights(draw, width=None, max_size=30, weights=st.integers(-3, 3)):
@@ -233,7 +212,7 @@ def test_cross_rows_into_equals_the_products_and_gathers_of_the_twin(runs):
     b_map = np.array([[2, 3], [1, 2]], np.int64)   # output column <- kb column
     bi, bj = wk.cross_rows_into(ka, kb, arr(a_lo), arr(a_n), arr(b_lo), arr(b_n), arr(wa), arr(wb),
                                 a_map, b_map, out_k, out_w)
-    twin, twin_bad = ref.cross_multiply_into(a_lo, a_n, b_lo, b_n, wa, wb)
+    twin, twin_bad = ref.cross_products(a_lo, a_n, b_lo, b_n, wa, wb)
     if twin_bad >= 0:
         assert bi >= 0 and not ref.fits(int(wa[bi]) * int(wb[bj]))
     else:
