@@ -31,7 +31,7 @@ from queries.clauses import _bind, _truthy
 from queries.functions import Registry, call
 from queries.schema import is_ident
 from queries.txlog import is_log, placeholder
-from wcoj.errors import QueryError, UnknownAttributeError
+from wcoj.errors import QueryError, UnknownAttributeError, excerpt
 from wcoj.zset import ZSet
 
 __all__ = ["Table", "UNIT", "Binder", "Inputs", "bind_inputs", "query_vars"]
@@ -138,6 +138,9 @@ class Binder:
 
     def lookup_ref(self, ref: Any) -> int:
         """``[attr value]`` -> the entity id, or -1 (matches nothing) when absent."""
+        if len(ref) != 2:
+            from queries.edn import dumps_safe
+            raise QueryError(f"a lookup ref is [attribute value], got {excerpt(dumps_safe(list(ref)), quote=False)}")
         attr, value = ref
         ids = self.store.entity_ids(str(attr), self._value_id(str(attr), value), self.kind)
         return int(ids[0]) if len(ids) else -1
@@ -158,14 +161,14 @@ class Binder:
 
     # ------------------------------------------------------------------ patterns
     def atoms(self, patterns: list[Pattern], consts: dict[str, int] | None = None):
-        """Pattern -> (source, terms) atoms, equality filters, and whether any can match.
+        """Pattern -> (source, terms) atoms and equality filters.
 
         ``consts`` substitutes ids for variables (scalar inputs). Blanks become fresh
         variables; a variable repeated inside one pattern becomes a fresh one plus an
-        equality filter; a pattern without variables is checked right here.
+        equality filter, and so does the first term of a pattern without variables.
         """
         consts = consts or {}
-        out, filters, ok = [], [], True
+        out, filters = [], []
         for p in patterns:
             if p.src.name != "$":
                 out.append(self._source_atom(p))
@@ -209,11 +212,13 @@ class Binder:
                 else:
                     terms.append(self._const(term.value, role))
             if not any(isinstance(x, str) for x in terms):
-                view = src.view(self.kind, tuple(range(len(terms))))
-                ok = ok and bool(view.weight(np.array([terms], dtype=np.int64))[0] > 0)
-                continue
+                # every term is given (an existence check): the first one becomes a blank
+                # held equal to it, so that a view sees the datom come and go
+                fresh, k = f"_k{next(_fresh)}", terms[0]
+                filters.append(((fresh,), lambda col, k=k: col == k))
+                terms[0] = fresh
             out.append((src, tuple(terms)))
-        return out, filters, ok
+        return out, filters
 
     def _source_atom(self, p: Pattern) -> tuple[Any, tuple]:
         """A pattern over a collection-of-tuples source (``$2``) as a join atom."""

@@ -378,21 +378,27 @@ class CompiledView:
 
     def core(self, patterns: list[Pattern], preds: list[Predicate]) -> Rel:
         """The patterns (and predicates on their variables) as one root ``CoreJoin``."""
-        atoms, filters, _ = self.ev.atoms(patterns, self.consts)
-        if len(atoms) != len(patterns):
-            raise QueryError(f"internal: a pattern without variables in {patterns}")
+        atoms, filters = self.ev.atoms(patterns, self.consts)
         decoded = {k: self.store.interner.decode_one(v) if v >= 0 else None
                    for k, v in self.consts.items()}  # -1: a value no datom holds
-        filters += [self.ev.predicate_filter(x, decoded) for x in preds]
         out = sorted({t for _, terms in atoms for t in terms
                       if isinstance(t, str) and not t.startswith("_")})
+        # patterns whose every variable is a blank or an input (``[_ :a ?in]``): the join
+        # keeps one blank, and the rows bind nothing (``UNIT_VAR``, below)
+        hidden = [] if out else [next(t for _, terms in atoms for t in terms if isinstance(t, str))]
+        for x in preds:
+            if any(v.name not in self.consts for v in free_vars(x)):
+                filters.append(self.ev.predicate_filter(x, decoded))
+            elif not _truthy(call(x.fn, [decoded[a.name] if isinstance(a, Var) else a.value for a in x.args],
+                                  self.ev.registry)):  # on constants and inputs only: false for every row
+                filters.append(((out or hidden)[:1], lambda col: np.zeros(len(col), dtype=bool)))
         # the first tick's order: an atom holding a constant counts as small, so a bound
         # value leads (the deltas' orders are the join's own)
         sizes = [1.0 if any(not isinstance(t, str) for t in terms) else float(len(src))
                  for src, terms in atoms]
         order = choose_order([[t for t in terms if isinstance(t, str)] for _, terms in atoms],
                              sizes=sizes)
-        join = IncrementalGenericJoin(atoms, out, filters=filters, batch_order=order)
+        join = IncrementalGenericJoin(atoms, out or hidden, filters=filters, batch_order=order)
         inputs = [self._source(src) for src, _ in atoms]
         stream = self.root.add(CoreJoin(join, self), *dict.fromkeys(inputs))
         if not any(isinstance(t, str) and t.startswith("_") and not t.startswith("_eq")
@@ -401,7 +407,7 @@ class CompiledView:
         self.notes.append(f"core join {' '.join(map(str, patterns))}"
                           + (f" filtered by {' '.join(map(str, preds))}" if preds else "")
                           + " (generic join, telescoping delta rule)")
-        return Rel(stream, out)
+        return Rel(stream, out) if out else self.project(Rel(stream, hidden), ())
 
     def clause(self, x: Any, cur: Rel | None, c: Circuit, env: dict[str, Rel]) -> Rel:
         if isinstance(x, (Predicate, FnCall)) and x.fn in DB_FUNCTIONS:

@@ -21,7 +21,7 @@ from queries.ast import (
     bound_vars, free_vars, required_vars,
 )
 from queries.parse import _calls
-from wcoj.errors import QueryError, UnboundVariableError
+from wcoj.errors import QueryError, UnboundVariableError, excerpt
 
 __all__ = ["check_stratified", "local_nots", "rule_component", "rule_deps"]
 
@@ -136,7 +136,7 @@ def _bind(binding: Any, value: Any) -> list[dict[str, Any]]:
     if isinstance(binding, Blank):
         return [{}]
     if isinstance(binding, BindTuple):
-        value = list(value)
+        value = _items(binding, value)
         if len(value) < len(binding.elements):
             return []
         alts = [{}]
@@ -144,7 +144,16 @@ def _bind(binding: Any, value: Any) -> list[dict[str, Any]]:
             alts = [{**a, **b} for a in alts for b in _bind(el, x)]
         return alts
     if isinstance(binding, BindColl):
-        return [a for x in value for a in _bind(binding.binding, x)]
+        return [a for x in _items(binding, value) for a in _bind(binding.binding, x)]
     if isinstance(binding, BindRel):
-        return [a for x in value for a in _bind(BindTuple(binding.elements), x)]
+        return [a for x in _items(binding, value) for a in _bind(BindTuple(binding.elements), x)]
     raise QueryError(f"bad binding {binding}")
+
+
+def _items(binding: Any, value: Any) -> list:
+    """The items of ``value`` for a tuple, collection or relation binding form."""
+    try:
+        return list(value)
+    except TypeError:
+        raise QueryError(f"the binding {binding} takes a collection, got "
+                         f"{excerpt(repr(value), quote=False)}") from None

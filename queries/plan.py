@@ -67,15 +67,14 @@ def explain(db: Any, query: Query, inputs: tuple, format: str = "text") -> str:
     patterns = [c for c in where if isinstance(c, Pattern)]
     consts = compiled.consts
     if patterns:
-        atoms, _, _ = ev.atoms(patterns, consts)
+        atoms, _ = ev.atoms(patterns, consts)
         lines.append(f"join (generic join, {len(atoms)} atoms):")
         sizes = []
         for p in patterns:
-            src = ev.atoms([p], consts)[0]
-            if not src:
-                lines.append(f"  {p}  constant check")
+            rel = ev.atoms([p], consts)[0][0][0]
+            if not {v.name for v in free_vars(p)} - set(consts):  # binds nothing: is it there?
+                lines.append(f"  {p}  existence check in relation {rel.name}")
                 continue
-            rel = src[0][0]
             n = len(rel.view("prev", tuple(range(rel.arity))))
             sizes.append(float(n))
             cols = "(e, v)" if rel.arity == 2 else "(e, a, v, tx)"

@@ -169,23 +169,26 @@ class Evaluator(Binder):
         if not table.rows:
             names = {v.name for p in patterns for v in free_vars(p)}
             return Table(table.vars + tuple(sorted(names - set(table.vars))), set())
-        atoms, filters, ok = self.atoms(patterns)
+        atoms, filters = self.atoms(patterns)
         pvars = sorted({t for _, terms in atoms for t in terms
                         if isinstance(t, str) and not t.startswith("_")})
         out_vars = tuple(table.vars) + tuple(v for v in pvars if v not in table.vars)
-        if not ok:
+        if any(not _truthy(call(c.fn, [a.value for a in c.args], self.registry))
+               for c in preds if not free_vars(c)):  # on constants only: false for every row
             return Table(out_vars, set())
         if table.vars:
             rel = Relation("bindings", len(table.vars))
             rel.load(ZSet.from_rows(table.rows, arity=len(table.vars)))
             atoms.append((rel, table.vars))
-        if not atoms:
-            return table
-        filters += [self.predicate_filter(c) for c in preds]
-        join = IncrementalGenericJoin(atoms, out_vars, filters=filters,
-                                      batch_order=self._order(atoms))
+        filters += [self.predicate_filter(c) for c in preds if free_vars(c)]
+        # patterns of blanks and constants only bind nothing: keep a blank to see matches
+        keep = out_vars or (next(t for _, terms in atoms for t in terms if isinstance(t, str)),)
+        join = IncrementalGenericJoin(atoms, keep, filters=filters, batch_order=self._order(atoms))
         z = join.batch(self.kind)
-        return Table(out_vars, {tuple(r) for r in z.keys[z.weights > 0].tolist()})
+        rows = {tuple(r) for r in z.keys[z.weights > 0].tolist()}
+        if not out_vars:
+            return Table((), {()} if rows else set())
+        return Table(out_vars, rows)
 
     def _order(self, atoms: list) -> list[str]:
         varlists = [[t for t in terms if isinstance(t, str)] for _, terms in atoms]

@@ -213,3 +213,48 @@ def test_more_of_clojure_core_as_datascript_has_it():
     assert db.q('[:find ?s :where [_ :s ?s] [(= ?s "x") ?b] [(not ?b)]]') == {("a1 b22",)}
     with pytest.raises(QueryError, match="at most"):
         db.q('[:find ?x :where [(range 100000000) [?x ...]]]')
+
+
+def _people():
+    db = Database()
+    db.transact('[{:db/ident :name :db/valueType :db.type/string :db/unique :db.unique/identity}'
+                ' {:db/ident :age :db/valueType :db.type/long}]')
+    ids = db.transact([{":db/id": "a", ":name": "Ann", ":age": 30}, {":db/id": "b", ":name": "Bob", ":age": 25}])
+    return db, ids.tempids["a"]
+
+
+def test_patterns_whose_variables_are_all_inputs_or_blanks_check_existence():
+    # [_ :name ?x] with ?x an input binds nothing the join keeps; a pattern of inputs
+    # only ([?e :name ?x]) holds nothing but a datom's presence. Views follow the datoms.
+    db, ann = _people()
+    cases = [('[:find ?x :in $ ?x :where [_ :name ?x]]', ("Zed",)),
+             ('[:find ?x :in $ [?x _] :where [_ :name ?x]]', (["Zed", 1],)),
+             ('[:find (count ?x) . :in $ [?x ...] :where [_ :name ?x]]', (["Ann", "Zed", "Bob"],)),
+             ('[:find ?y :in $ ?e ?x :where [?e :name ?x] [(ground 1) ?y]]', (ann, "Ann"))]
+    views = [db.view(q, *inputs) for q, inputs in cases]
+    expected = [[set(), set(), {("Zed",)}, {("Zed",)}],
+                [set(), set(), {("Zed",)}, {("Zed",)}],
+                [2, 2, 3, 2],
+                [{(1,)}, {(1,)}, {(1,)}, set()]]
+    steps = [[], [{":name": "Cid"}], [{":name": "Zed"}], [[":db/retract", ann, ":name", "Ann"]]]
+    for t, tx in enumerate(steps):
+        if tx:
+            db.transact(tx)
+        for (q, inputs), view, want in zip(cases, views, expected):
+            assert view.result() == db.q(q, *inputs) == oracle_q(db, q, *inputs) == want[t], (q, t)
+
+
+@pytest.mark.parametrize("query, inputs, want", [
+    ('[:find ?n :where [_ :name ?n] [(< 2 1)]]', (), set()),
+    ('[:find ?n :where [_ :name ?n] [(< 1 2)]]', (), {("Ann",), ("Bob",)}),
+    ('[:find ?n :in $ ?m :where [_ :name ?n] [(< ?m 40)]]', (35,), {("Ann",), ("Bob",)}),
+    ('[:find ?n :in $ ?m :where [_ :name ?n] [(< ?m 20)]]', (35,), set()),
+    ('[:find ?n :in $ ?s :where [_ :name ?n] [(= ?s "zz")]]', ("zz",), {("Ann",), ("Bob",)}),   # not in the db
+    ('[:find ?n :in $ ?s :where [_ :name ?n] [(= ?s "zz")]]', ("yy",), set()),
+])
+def test_a_predicate_on_constants_and_inputs_only_holds_for_every_row_or_none(query, inputs, want):
+    db, _ = _people()
+    view = db.view(query, *inputs)
+    assert view.result() == db.q(query, *inputs) == oracle_q(db, query, *inputs) == want
+    db.transact([{":name": "Cid"}])
+    assert view.result() == db.q(query, *inputs) == oracle_q(db, query, *inputs)
