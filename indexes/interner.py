@@ -210,13 +210,21 @@ class FrozenMap(dict):
 
 def freeze(value: Any) -> Any:
     """Lists become tuples, sets frozensets and maps ``FrozenMap``s, so collection values
-    can be interned (and hashed: ``queries.ednvalues.hashable`` is this).
+    can be interned (and hashed: ``queries.ednvalues.hashable`` is this). A tuple keeps
+    its type (an EDN list is one) with its items frozen.
 
     >>> freeze([1, [2], {3: {4}}])
     (1, (2,), FrozenMap({3: frozenset({4})}))
+    >>> freeze((1, [2]))
+    (1, (2,))
     """
     if isinstance(value, list):
         return tuple(freeze(v) for v in value)
+    if isinstance(value, tuple):
+        items = tuple(freeze(v) for v in value)
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        return tuple.__new__(type(value), items)
     if isinstance(value, (set, frozenset)):
         return frozenset(freeze(v) for v in value)
     if isinstance(value, dict) and not isinstance(value, FrozenMap):

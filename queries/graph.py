@@ -43,7 +43,7 @@ import numpy.typing as npt
 from indexes.transaction import ChangePlan, Store, deferred_interrupts
 from queries.graph_circuit import GraphCircuit, apply_with_circuits
 from queries.patterns import Pattern, by_name
-from queries.stream import StreamError, StreamResult, as_rows, run_chunk
+from queries.stream import StreamError, StreamResult, array_of, as_rows, run_chunk
 from queries.warmup import settle_heap, warm_up  # re-exported: where users have found them
 from wcoj import config
 from wcoj.errors import InputError, QueryError, WeightOverflowError, as_interrupt, excerpt
@@ -80,7 +80,7 @@ def _edge_input(edges, what: str) -> I64:
     if type(edges) is np.ndarray and edges.dtype == np.int64 and edges.ndim == 2 and edges.shape[1] == 2 \
             and edges.flags.c_contiguous:
         return edges
-    arr = np.asarray(edges)
+    arr = array_of(edges, what)
     if arr.size == 0:
         return _NO_EDGES
     if arr.ndim != 2 or arr.shape[1] != 2:

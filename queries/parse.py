@@ -56,7 +56,7 @@ def _from_python(x: Any, head: bool = False) -> Any:
             return EdnList(_from_python(v, i == 0) for i, v in enumerate(x))
         return [_from_python(v) for v in x]
     if isinstance(x, dict):
-        return {_from_python(k): _from_python(v) for k, v in x.items()}
+        return {hashable(_from_python(k)): _from_python(v) for k, v in x.items()}
     return x
 
 

@@ -111,7 +111,8 @@ def as_rows(changes) -> Iterator[tuple[int, I64]]:
         for t, (ins, dels) in enumerate(changes):
             parts.append(np.array([[t, 0, 0, 0]], dtype=np.int64))  # marks the tick, also an empty one
             for op, e in ((1, ins), (-1, dels)):
-                e = np.zeros((0, 2), dtype=np.int64) if e is None else np.asarray(e)
+                e = np.zeros((0, 2), dtype=np.int64) if e is None else \
+                    array_of(e, f"tick {t}: {'inserts' if op == 1 else 'deletes'}")
                 if e.size == 0:
                     continue
                 if e.ndim != 2 or e.shape[1] != 2 or e.dtype.kind not in "iu":
@@ -123,12 +124,21 @@ def as_rows(changes) -> Iterator[tuple[int, I64]]:
     if isinstance(changes, Iterable):
         pos = 0
         for chunk in changes:
-            rows = _rows_array(np.asarray(chunk), pos)
+            rows = _rows_array(array_of(chunk, f"the stream's chunk at row {pos}"), pos)
             yield pos, rows
             pos += len(rows)
         return
     raise InputError(f"a stream is an int array of rows (tick, op, src, dst), a list of (inserts, deletes) "
                      f"pairs or an iterator of row arrays, got {type(changes).__name__}")
+
+
+def array_of(x, what: str) -> np.ndarray:
+    """``np.asarray(x)``, with an ``InputError`` naming ``what`` when it is not an array
+    of one shape (a ragged list: numpy's own error is a plain ``ValueError``)."""
+    try:
+        return np.asarray(x)
+    except (ValueError, TypeError) as e:
+        raise InputError(f"{what} must be an array of one shape: {e}") from None
 
 
 def _rows_array(a: np.ndarray, pos: int) -> I64:

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from indexes.interner import MAX_VALUE_DEPTH
 from queries.database import Database
 from queries.edn import MAX_DEPTH
-from wcoj.errors import EdnSyntaxError, InputError, QueryError, SchemaError, UnknownAttributeError
+from wcoj.errors import EdnSyntaxError, InputError, QueryError, SchemaError, UnknownAttributeError, WcojError
 
 ROOT = Path(__file__).resolve().parents[2]
 COUNT = '[:find (count ?e) . :where [?e :t _]]'
@@ -191,3 +193,107 @@ def test_messages_quote_a_bounded_excerpt_of_a_huge_query(query, error, match):
     with pytest.raises(error, match=match) as info:
         db.q(query)
     assert len(str(info.value)) < 500, str(info.value)[:1000]
+
+
+# ------------------------------------------------------------------ shapes that used to crash
+
+@pytest.mark.parametrize("query, inputs, match", [
+    ('[:find ?x :in $ [[?x ?y]] :where [?e :name ?x]]', ([1, 2],), r"binding \[\?x \?y\] takes a collection"),
+    ('[:find ?x :in $ [?x ...] :where [_ :name ?x]]', (5,), r"binding \[\?x \.\.\.\] takes a collection"),
+    ('[:find ?x :in $ [?x ?y] :where [_ :name ?x]]', (5,), r"binding \[\?x \?y\] takes a collection"),
+    ('[:find ?n :where [[:name "a" 3] :t ?n]]', (), r'lookup ref is \[attribute value\], got \[:name "a" 3\]'),
+    ('[:find ?n :where [[:name] :t ?n]]', (), r"lookup ref is \[attribute value\]"),
+])
+def test_inputs_and_lookup_refs_of_the_wrong_shape_are_query_errors(query, inputs, match):
+    db = _db()
+    view = db.view('[:find ?n :where [_ :name ?n]]')
+    before = _state(db, view)
+    with pytest.raises(QueryError, match=match):
+        db.q(query, *inputs)
+    with pytest.raises(QueryError, match=match):
+        db.view(query, *inputs)
+    assert _state(db, view) == before
+
+
+def test_edn_lists_holding_vectors_or_maps_can_be_set_elements_and_map_keys():
+    from queries.edn import EdnList, loads
+    assert loads('#{([1] 2)}') == frozenset({EdnList(((1,), 2))})
+    assert list(loads('{(1 {:a 1}) 3}').values()) == [3]
+    db = _db()    # in a query, such a form is a clause the parser names
+    with pytest.raises(QueryError):
+        db.q('[:find ?x :where #{([1] {:a 1})}]')
+
+
+@pytest.mark.parametrize("ragged", [[[1, 2], [3]], [[1, 2], [3, [4]]]])
+def test_a_ragged_edge_list_is_an_input_error_that_changes_nothing(ragged):
+    from queries.graph import Graph
+    g = Graph()
+    g.load_edges(np.array([[1, 2], [2, 3], [1, 3]]))
+    view = g.view("triangle")
+    with pytest.raises(InputError, match="inserts must be an array of one shape"):
+        g.apply(inserts=ragged)
+    with pytest.raises(InputError, match="tick 0: deletes must be an array of one shape"):
+        g.apply_stream([(None, ragged)])
+    assert g.edges().tolist() == [[1, 2], [1, 3], [2, 3]] and view.count == 1
+    g.check_views()
+
+
+# ------------------------------------------------------------------ any query text
+
+_FUZZ_DB = None
+
+
+def _fuzz_db():
+    global _FUZZ_DB
+    if _FUZZ_DB is None:
+        db = Database()
+        db.transact('[{:db/ident :p/name :db/valueType :db.type/string :db/unique :db.unique/identity}'
+                    ' {:db/ident :p/age :db/valueType :db.type/long}'
+                    ' {:db/ident :p/f :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}'
+                    ' {:db/ident :p/t :db/valueType :db.type/tuple :db/tupleTypes [:db.type/long :db.type/string]}]')
+        db.transact('[{:db/id "a" :p/name "Ann" :p/age 30 :p/f ["b"]} {:db/id "b" :p/name "Bob" :p/age 25 :p/t [1 "x"]}]')
+        _FUZZ_DB = db
+    return _FUZZ_DB
+
+
+_WORDS = ["?e", "?n", "?a", "?x", "_", "$", "%", "...", ":p/name", ":p/age", ":p/f", ":p/t", ":nope", '"Ann"',
+          "30", "0", "-1", "1.5", "nil", "true", "str", "+", "/", "count", "max", "ground", "get-else", "missing?",
+          "tuple", "untuple", "q", "pull", "not", "or", "and", "not-join", "or-join", "re-find", "subs", "<", "=",
+          "range", "identity", "get-some", "sum", "distinct", "*", ":db/id", "[*]"]
+_word = st.sampled_from(_WORDS)
+_form = st.recursive(_word, lambda inner: st.tuples(st.sampled_from(["[%s]", "(%s)", "{%s}", "#{%s}"]),
+                                                    st.lists(inner, max_size=4))
+                     .map(lambda t: t[0] % " ".join(t[1])), max_leaves=10)
+_pattern = st.lists(st.sampled_from(["?e", "?n", "?a", "?x", "_", ":p/name", ":p/age", ":p/f", '"Ann"', "30"])
+                    | _form, min_size=1, max_size=5).map(lambda xs: "[" + " ".join(xs) + "]")
+_call = st.builds(lambda fn, args, out: f"[({fn} {' '.join(args)}){out}]",
+                  st.sampled_from(["str", "+", "/", "count", "max", "ground", "get-else", "missing?", "tuple",
+                                   "untuple", "subs", "<", "re-find", "range", "get-some", "q", "quot", "inc"]),
+                  st.lists(_form, max_size=3),
+                  st.sampled_from(["", " ?x", " [?x ...]", " [[?x ?y]]", " [?x ?y]"]) | _form.map(" ".__add__))
+_clause = st.recursive(_pattern | _call | _form, lambda inner: st.builds(
+    lambda head, body: f"({head} {' '.join(body)})",
+    st.sampled_from(["not", "or", "and", "not-join [?e]", "or-join [?e]", "not-join", "or-join [[?e] ?x]", "r"]),
+    st.lists(inner, max_size=2)), max_leaves=4)
+_query = st.builds(
+    lambda find, ins, extra, where: f"[:find {' '.join(find)} {ins} {extra} :where {' '.join(where)}]",
+    st.lists(st.sampled_from(["?e", "?n", "?a", "?x", "(count ?e)", "(pull ?e [*])", "(max 2 ?a)", ".", "...",
+                              "[?e ...]", "(sum ?a)"]) | _form, min_size=1, max_size=3),
+    st.sampled_from(["", ":in $", ":in $ ?x", ":in $ [?x ...]", ":in $ %", ":in $ [[?x ?y]]"]) | _form.map(":in ".__add__),
+    st.sampled_from(["", ":with ?e", ":keys a b"]) | _form,
+    st.lists(_clause, min_size=1, max_size=3))
+
+
+@settings(max_examples=300)
+@given(_query, st.sampled_from([(), (5,), ([1, 2],), ('[[(r ?e) [?e :p/name _]]]',), ([[1, "a"]],), ("Ann",)]))
+def test_any_query_text_answers_or_raises_a_typed_error_and_interns_nothing(query, inputs):
+    """Random query forms from a small grammar of Datomic's (mostly malformed): ``q``
+    either answers or raises one of the engine's typed errors, never a bare Python
+    exception, and leaves the value interner as it was."""
+    db = _fuzz_db()
+    size = len(db.store.interner)
+    try:
+        db.q(query, *inputs)
+    except WcojError:
+        pass
+    assert len(db.store.interner) == size
