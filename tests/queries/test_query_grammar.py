@@ -47,6 +47,7 @@ def _pattern(rng: random.Random) -> str:
         return f"[{e} :p/f {rng.choice(ENTS + ['_'])}]"
     if r < 0.55:
         return f"[{e} :p/g {rng.choice(ENTS + ['_'])}]"
+    e = rng.choice([e, "_"])  # a blank entity: with an input value, an existence check
     if r < 0.75:
         return f"[{e} :p/age {rng.choice(['?x', '?y', str(rng.randint(0, 6)), '_'])}]"
     name = rng.choice(["?n", '"N1"', '"N2"', "_"])
@@ -56,6 +57,9 @@ def _pattern(rng: random.Random) -> str:
 def _query(rng: random.Random) -> tuple[str, tuple]:
     clauses = [_pattern(rng) for _ in range(rng.randint(1, 3))]
     bound = set(re.findall(r"\?[a-z]+", " ".join(clauses)))
+    if not bound:  # blanks and constants only: give the query something to find
+        clauses.append("[?a :p/name ?n]")
+        bound = {"?a", "?n"}
     nums = sorted(v for v in ("?x", "?y") if v in bound)
     ents = sorted(v for v in ENTS if v in bound)
     rules, r = False, rng.random()
@@ -94,8 +98,29 @@ def _query(rng: random.Random) -> tuple[str, tuple]:
         find = f"{rng.choice(names)} ({rng.choice(['sum', 'max', 'min', 'count-distinct'])} {rng.choice(values)})"
     else:
         find = " ".join(rng.sample(names, rng.randint(1, len(names))))
-    return (f"[:find {find} {':in $ %' if rules else ''} :where {' '.join(clauses)}]",
-            (RULES,) if rules else ())
+    ins, inputs = ["$"] + ["%"] * rules, [RULES] * rules
+    r = rng.random()
+    if r < 0.15 and "?n" in bound:
+        ins.append("?n")
+        inputs.append(rng.choice(["N1", "N2", "Q"]))
+    elif r < 0.3 and "?n" in bound:
+        ins.append("[?n ...]")
+        inputs.append(rng.sample(["N0", "N1", "N2", "Q"], rng.randint(0, 3)))
+    elif r < 0.4 and "?x" in bound:
+        ins.append("?x")
+        inputs.append(rng.randint(0, 6))
+    elif r < 0.5 and {"?n", "?x"} <= bound:
+        ins.append("[[?n ?x]]")
+        inputs.append([[f"N{rng.randint(0, 3)}", rng.randint(0, 6)] for _ in range(rng.randint(0, 3))])
+    elif r < 0.58 and {"?n", "?x"} <= bound:
+        ins.append("[?n ?x]")
+        inputs.append([f"N{rng.randint(0, 3)}", rng.randint(0, 6)])
+    elif r < 0.66:  # a predicate on an input, alone or beside a pattern variable
+        ins.append("?lim")
+        inputs.append(rng.randint(0, 6))
+        clauses.append(f"[(< {rng.choice(nums or ['2'])} ?lim)]")
+    where = " ".join(clauses)
+    return f"[:find {find} {':in ' + ' '.join(ins) if len(ins) > 1 else ''} :where {where}]", tuple(inputs)
 
 
 @settings(max_examples=120)
