@@ -7,14 +7,25 @@
 {(1, 2): 2}
 """
 
+import warnings as _warnings
+
+from numba import config as _numba_config
+
 from wcoj.errors import (
     ArityMismatchError,
     CircuitError,
     InputError,
+    PerformanceWarning,
     QueryError,
     WcojError,
     WeightOverflowError,
 )
+
+if _numba_config.DISABLE_JIT:
+    # for debugging and coverage only: a process that keeps it set by mistake is told once
+    _warnings.warn("NUMBA_DISABLE_JIT is set: the engine's kernels run as plain Python, orders of magnitude "
+                   "slower; unset it except to debug or measure coverage", PerformanceWarning, stacklevel=2)
+
 from wcoj.indexed import IndexedZSet
 from wcoj.zset import ZSet, consolidate
 from wcoj.trace import Trace
@@ -40,4 +51,5 @@ __all__ = [
     "CircuitError",
     "ArityMismatchError",
     "WeightOverflowError",
+    "PerformanceWarning",
 ]

@@ -175,7 +175,7 @@ class PerformanceWarning(UserWarning):
     """The engine took a slow route that the user can avoid, and says how: a join whose
     atom's extender has no ``tries()`` runs through the batched protocol methods
     (``wcoj.generic_join``); with ``NUMBA_DISABLE_JIT`` set the kernels run as Python
-    (``wcoj.kernels.memory``). Silence it with ``warnings.filterwarnings("ignore",
+    (told once, when ``wcoj`` is imported). Silence it with ``warnings.filterwarnings("ignore",
     category=PerformanceWarning)``."""
 
 

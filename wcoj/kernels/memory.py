@@ -20,7 +20,6 @@ while a kernel runs.
 
 import ctypes
 import time
-import warnings
 
 import numpy as np
 from llvmlite import ir
@@ -28,8 +27,6 @@ from numba import config, types
 from numba.core import cgutils
 from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic
-
-from wcoj.errors import PerformanceWarning
 
 __all__ = ["load", "store", "prefetch", "cycles", "kernel", "row_kernel", "grown", "read_only", "TABLE_FIELDS", "V", "N", "LO", "HI", "BASE", "DENSE", "CAP",
            "USED", "DEAD", "ROOM", "LIVE", "MINV", "MAXV", "NONUNIT",
@@ -147,11 +144,6 @@ def grown(a, m, cap):
 
 
 if config.DISABLE_JIT:
-    # Debugging or coverage only: every kernel then runs as plain Python, orders of
-    # magnitude slower; a process that keeps the variable set by mistake is told once.
-    warnings.warn("NUMBA_DISABLE_JIT is set: the engine's kernels run as plain Python, orders of magnitude "
-                  "slower; unset it except to debug or measure coverage", PerformanceWarning, stacklevel=2)
-
     def load(addr, i):
         return ctypes.c_int64.from_address(int(addr) + 8 * int(i)).value
 
