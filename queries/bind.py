@@ -28,6 +28,7 @@ from queries.ast import (
     Predicate, Query, Rule, RulesVar, SrcVar, Var, free_vars,
 )
 from queries.clauses import _bind, _truthy
+from queries.edn import dumps_safe
 from queries.functions import Registry, call
 from queries.schema import is_ident
 from queries.txlog import is_log, placeholder
@@ -139,7 +140,6 @@ class Binder:
     def lookup_ref(self, ref: Any) -> int:
         """``[attr value]`` -> the entity id, or -1 (matches nothing) when absent."""
         if len(ref) != 2:
-            from queries.edn import dumps_safe
             raise QueryError(f"a lookup ref is [attribute value], got {excerpt(dumps_safe(list(ref)), quote=False)}")
         attr, value = ref
         ids = self.store.entity_ids(str(attr), self._value_id(str(attr), value), self.kind)

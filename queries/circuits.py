@@ -391,7 +391,7 @@ class CompiledView:
                 filters.append(self.ev.predicate_filter(x, decoded))
             elif not _truthy(call(x.fn, [decoded[a.name] if isinstance(a, Var) else a.value for a in x.args],
                                   self.ev.registry)):  # on constants and inputs only: false for every row
-                filters.append(((out or hidden)[:1], lambda col: np.zeros(len(col), dtype=bool)))
+                filters.append((tuple(out or hidden)[:1], lambda col: np.zeros(len(col), dtype=bool)))
         # the first tick's order: an atom holding a constant counts as small, so a bound
         # value leads (the deltas' orders are the join's own)
         sizes = [1.0 if any(not isinstance(t, str) for t in terms) else float(len(src))

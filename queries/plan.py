@@ -71,7 +71,7 @@ def explain(db: Any, query: Query, inputs: tuple, format: str = "text") -> str:
         lines.append(f"join (generic join, {len(atoms)} atoms):")
         sizes = []
         for p in patterns:
-            rel = ev.atoms([p], consts)[0][0][0]
+            ((rel, _),), _ = ev.atoms([p], consts)
             if not {v.name for v in free_vars(p)} - set(consts):  # binds nothing: is it there?
                 lines.append(f"  {p}  existence check in relation {rel.name}")
                 continue

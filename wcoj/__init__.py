@@ -20,18 +20,17 @@ from wcoj.errors import (
     WcojError,
     WeightOverflowError,
 )
-
-if _numba_config.DISABLE_JIT:
-    # for debugging and coverage only: a process that keeps it set by mistake is told once
-    _warnings.warn("NUMBA_DISABLE_JIT is set: the engine's kernels run as plain Python, orders of magnitude "
-                   "slower; unset it except to debug or measure coverage", PerformanceWarning, stacklevel=2)
-
 from wcoj.indexed import IndexedZSet
 from wcoj.zset import ZSet, consolidate
 from wcoj.trace import Trace
 from wcoj.circuit import Circuit, Operator, Schema, Stream
 from wcoj.generic_join import Atom, IncrementalGenericJoin
 from wcoj.multiway import MultiwayJoin
+
+if _numba_config.DISABLE_JIT:
+    # for debugging and coverage only: a process that keeps it set by mistake is told once
+    _warnings.warn("NUMBA_DISABLE_JIT is set: the engine's kernels run as plain Python, orders of magnitude "
+                   "slower; unset it except to debug or measure coverage", PerformanceWarning, stacklevel=2)
 
 __all__ = [
     "ZSet",
