@@ -152,11 +152,11 @@ def _next(S, s0, ab, a0, n_atoms, best, lo, hi, cur, hits, ahead):
 
     The proposer's parts are merged in order (a dense part's absent positions skipped);
     every other part is looked up (``_find``). With ``ahead`` > 0 and a proposer of one
-    part, the lookups of the values ahead are prefetched (``_prefetch_lookups``).
+    sorted part, the lookups of the values ahead are prefetched (``_prefetch_lookups``).
     """
     p0, p1 = ab[a0 + best] - s0, ab[a0 + best + 1] - s0
-    if p1 - p0 != 1 or hi[p0] - lo[p0] <= ahead:
-        ahead = 0
+    if p1 - p0 != 1 or hi[p0] - lo[p0] <= ahead or S[s0 + p0, SDENSE] != 0:
+        ahead = 0  # a dense proposer's values are its positions: the lookups run in order
     while True:
         have = False
         x = 0
