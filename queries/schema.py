@@ -28,12 +28,22 @@ from indexes.eav import Attribute, EavStore
 from queries.edn import Keyword
 from wcoj.errors import SchemaError
 
-__all__ = ["install", "is_ident", "SCHEMA_KEYS"]
+__all__ = ["install", "alter", "is_ident", "SCHEMA_KEYS", "ALTERABLE"]
 
 SCHEMA_KEYS = {":db/ident", ":db/valueType", ":db/cardinality", ":db/unique", ":db/doc",
                ":db/isComponent", ":db/index", ":db/fulltext", ":db/noHistory",
                ":db/tupleAttrs", ":db/tupleTypes", ":db/tupleType",
                ":db.install/_attribute", ":db/id"}
+
+
+# what a transaction may assert on an existing attribute, as Datomic's schema alteration
+# (``{:db/id :person/age :db/cardinality :db.cardinality/many}``, ``[:db/add :person/age
+# :db/unique :db.unique/identity]``); ``:db/valueType`` only while the attribute has no
+# datoms (Datomic refuses always); ``:db/doc`` is accepted and not kept, as at install
+ALTERABLE = {":db/valueType", ":db/cardinality", ":db/unique", ":db/isComponent", ":db/doc",
+             ":db/index", ":db/noHistory", ":db/fulltext"}
+_RETRACTABLE = {":db/unique": None, ":db/isComponent": False, ":db/doc": None, ":db/index": None,
+                ":db/noHistory": None}
 
 
 def is_ident(x: Any) -> bool:
@@ -69,6 +79,50 @@ def install(store: EavStore, m: dict) -> None:
     if old is not None and old != attr:
         _check_alteration(store, old, attr)
     store.stage_install(attr)
+
+
+def alter(store: EavStore, ident: str, changes: list[tuple[bool, str, Any]]) -> None:
+    """Stage the alteration of the existing attribute ``ident`` by ``changes``, each
+    ``(added, key, value)`` as a transaction asserts (``True``) or retracts it: the keys
+    not named keep their values; the result is checked as ``install`` checks it.
+
+    >>> from queries.database import Database
+    >>> db = Database()
+    >>> _ = db.transact('[{:db/ident :age :db/valueType :db.type/long}]')
+    >>> alter(db.store, ":age", [(True, ":db/cardinality", ":db.cardinality/many")])
+    >>> db.store.attribute(":age").many
+    True
+    """
+    old = store.attribute(ident)
+    m: dict[str, Any] = {":db/ident": ident, ":db/valueType": f":db.type/{old.value_type}",
+                         ":db/cardinality": ":db.cardinality/" + ("many" if old.many else "one")}
+    if old.unique:
+        m[":db/unique"] = f":db.unique/{old.unique}"
+    if old.component:
+        m[":db/isComponent"] = True
+    if old.tuple_attrs:
+        m[":db/tupleAttrs"] = list(old.tuple_attrs)
+    if old.fulltext:
+        m[":db/fulltext"] = True
+    for added, key, value in changes:
+        key = str(key)
+        if key == ":db/ident":
+            raise SchemaError(f"attribute {ident}: renaming an attribute (:db/ident {value}) is not "
+                              "supported; install a new attribute and move its datoms")
+        if key not in ALTERABLE:
+            raise SchemaError(f"attribute {ident}: {key} cannot be altered; alterable: "
+                              + ", ".join(sorted(ALTERABLE)))
+        if added:
+            m[key] = str(value) if isinstance(value, Keyword) else value
+        elif key not in _RETRACTABLE:
+            raise SchemaError(f"attribute {ident}: {key} cannot be retracted, only asserted anew")
+        elif key in m and str(m[key]) != str(value):
+            raise SchemaError(f"attribute {ident}: cannot retract {key} {value}: it is {m[key]}")
+        else:
+            m.pop(key, None)
+    if bool(m.get(":db/fulltext")) != old.fulltext:
+        raise SchemaError(f"attribute {ident}: :db/fulltext cannot be altered")
+    install(store, m)
 
 
 def _tuple_attrs(store: EavStore, ident: str, vt: str, m: dict) -> tuple[str, ...]:

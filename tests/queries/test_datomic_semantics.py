@@ -268,14 +268,82 @@ def test_cardinality_one_and_uniqueness_are_checked_against_the_data_when_altere
     r = d.transact([{":db/id": "a", ":tag": ["x", "y"]}, {":db/id": "b", ":tag": ["x"]}])
     a = r.tempids["a"]
     with pytest.raises(SchemaError, match=f"cannot become cardinality one: entity {a} has two"):
-        d.transact('[{:db/ident :tag :db/valueType :db.type/string}]')
+        d.transact('[{:db/id :tag :db/cardinality :db.cardinality/one}]')
     with pytest.raises(SchemaError, match="cannot become a unique attribute: the value 'x'"):
         d.transact('[{:db/ident :tag :db/valueType :db.type/string '
                    ':db/cardinality :db.cardinality/many :db/unique :db.unique/value}]')
     assert d.store.attribute(":tag").many and d.store.attribute(":tag").unique is None
     d.transact([[":db/retract", a, ":tag", "x"]])   # now each entity has one, each value one
-    d.transact('[{:db/ident :tag :db/valueType :db.type/string :db/unique :db.unique/identity}]')
+    d.transact('[{:db/id :tag :db/cardinality :db.cardinality/one :db/unique :db.unique/identity}]')
+    assert not d.store.attribute(":tag").many
     assert d.pull("[:db/id]", [":tag", "y"]) == {":db/id": a}
+
+
+TAG = '[{:db/ident :tag :db/valueType :db.type/string :db/cardinality :db.cardinality/one}]'
+
+
+@pytest.mark.parametrize("form", [
+    '[{:db/id :tag :db/cardinality :db.cardinality/many}]',
+    '[{:db/ident :tag :db/cardinality :db.cardinality/many}]',
+    '[[:db/add :tag :db/cardinality :db.cardinality/many]]',
+    '[{:db/ident :tag :db/valueType :db.type/string :db/cardinality :db.cardinality/many}]'])
+def test_schema_alteration_forms_change_what_later_transactions_do(form):
+    d = Database()
+    d.transact(TAG)
+    e = d.transact([{":db/id": "a", ":tag": "x"}]).tempids["a"]
+    view = d.view('[:find ?e ?t :where [?e :tag ?t]]')
+    d.transact([[":db/add", e, ":tag", "y"]])            # cardinality one: y replaces x
+    assert d.q('[:find ?t :where [_ :tag ?t]]') == {("y",)}
+    d.transact(form)
+    assert d.store.attribute(":tag").many
+    d.transact([[":db/add", e, ":tag", "z"]])            # now many: z joins y
+    assert d.q('[:find ?t :where [_ :tag ?t]]') == {("y",), ("z",)}
+    assert view.result() == d.q(view.query) == {(e, "y"), (e, "z")}
+
+
+def test_a_restated_attribute_keeps_the_keys_it_does_not_name():
+    """Datomic upserts an attribute by its ident: keys not given are not retracted."""
+    d = Database()
+    d.transact('[{:db/ident :sku :db/valueType :db.type/string :db/cardinality :db.cardinality/many'
+               ' :db/unique :db.unique/identity}]')
+    d.transact('[{:db/ident :sku :db/valueType :db.type/string :db/doc "stock keeping unit"}]')
+    a = d.store.attribute(":sku")
+    assert (a.many, a.unique) == (True, "identity")
+
+
+def test_uniqueness_is_added_and_retracted_as_datoms_of_the_attribute():
+    d = Database()
+    d.transact(TAG)
+    d.transact([{":db/id": "a", ":tag": "x"}])
+    d.transact([[":db/add", ":tag", ":db/unique", ":db.unique/identity"]])
+    assert d.store.attribute(":tag").unique == "identity"
+    assert d.transact([{":tag": "x", ":db/id": "b"}]).tempids["b"] == d.pull("[:db/id]", [":tag", "x"])[":db/id"]
+    with pytest.raises(SchemaError, match="cannot retract :db/unique :db.unique/value: it is :db.unique/identity"):
+        d.transact([[":db/retract", ":tag", ":db/unique", ":db.unique/value"]])
+    d.transact([[":db/retract", ":tag", ":db/unique", ":db.unique/identity"]])
+    assert d.store.attribute(":tag").unique is None
+    with pytest.raises(SchemaError, match="not a unique attribute"):
+        d.pull("[:db/id]", [":tag", "x"])
+
+
+@pytest.mark.parametrize("form, message", [
+    ('[{:db/id :tag :db/ident :label}]', "renaming an attribute"),
+    ('[{:db/id :tag :db/cardinality :db.cardinality/many :other 1}]', "schema keys only, not :other"),
+    ('[{:db/id :tag :db/fulltext true}]', ":db/fulltext cannot be altered"),
+    ('[{:db/id :tag :db/valueType :db.type/long}]', "cannot change :db/valueType"),
+    ('[[:db/retract :tag :db/cardinality :db.cardinality/one]]', ":db/cardinality cannot be retracted"),
+    ('[[:db/add :tag :db/cardinality :db.cardinality/some]]', ":db/cardinality must be"),
+    ('[{:db/id :tag :db/cardinality :db.cardinality/many} {:db/id "n" :tag 5}]', "does not match its type"),
+])
+def test_a_refused_alteration_changes_nothing(form, message):
+    d = Database()
+    d.transact(TAG + ' ')
+    d.transact('[{:db/ident :other :db/valueType :db.type/long}]')
+    d.transact([{":db/id": "a", ":tag": "x"}])
+    before = (d.store.attribute(":tag"), d.q('[:find ?e ?t :where [?e :tag ?t]]'), d.store.next_eid)
+    with pytest.raises(SchemaError, match=message):
+        d.transact(form)
+    assert (d.store.attribute(":tag"), d.q('[:find ?e ?t :where [?e :tag ?t]]'), d.store.next_eid) == before
 
 
 

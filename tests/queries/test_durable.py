@@ -188,3 +188,15 @@ def test_durable_log_rows_are_one_sqlite_transaction_each(tmp_path):
                        "GROUP BY tx.t").fetchall()
     con.close()
     assert [t for t, _, _ in rows] == [1, 2, 3, 4, 5] and all(n == c for _, n, c in rows)
+
+
+def test_a_schema_alteration_survives_a_reopen(tmp_path):
+    with Database.open(tmp_path / "db") as db:
+        db.transact('[{:db/ident :tag :db/valueType :db.type/string}]')
+        e = db.transact([{":db/id": "a", ":tag": "x"}]).tempids["a"]
+        db.transact('[[:db/add :tag :db/cardinality :db.cardinality/many]'
+                    ' [:db/add :tag :db/unique :db.unique/value]]')
+    with Database.open(tmp_path / "db") as db:
+        assert (db.store.attribute(":tag").many, db.store.attribute(":tag").unique) == (True, "value")
+        db.transact([[":db/add", e, ":tag", "y"]])
+        assert db.q('[:find ?t :where [_ :tag ?t]]') == {("x",), ("y",)}
