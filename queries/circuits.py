@@ -11,8 +11,10 @@ The pieces:
 
 * the data patterns of a clause list (with the predicates they bind) are one *core join*:
   an ``IncrementalGenericJoin`` over the store's relations wrapped as an operator
-  (``CoreJoin``): the whole batch at the first tick, the telescoping delta after, reading
-  the ``prev``/``delta``/``curr`` views of the transaction that staged the deltas;
+  (``queries.circuit_ops.CoreJoin``): the whole batch at the first tick, the telescoping
+  delta after, reading the ``prev``/``delta``/``curr`` views of the transaction that
+  staged the deltas; clause lists that repeat the same patterns and predicates (up to
+  variable names) share one core join;
 * predicates and function expressions are linear row maps on decoded values (``RowMap``);
 * a join of two streams is the bilinear incremental join (``incremental_join``);
 * ``not`` is ``L - distinct(π_L(body evaluated from L))`` with ``L = distinct(left)``;
@@ -47,6 +49,7 @@ from queries.ast import (
     OrJoin, Pattern, Predicate, Query, Rule, RuleCall, Var, bound_vars, free_vars, required_vars,
 )
 from queries.bind import Binder, Table
+from queries.circuit_ops import CoreJoin, RowMap
 from queries.clauses import (
     _bind, _branch, _take_ready, _truthy, arg_getter, check_stratified, local_nots, rule_component,
     rule_deps,
@@ -57,7 +60,7 @@ from queries.rewrite import rewrite
 from queries.fulltext import FullText
 from queries.subquery import Subquery
 from queries.txlog import LOG_FUNCTIONS, log_value
-from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
+from wcoj.circuit import Circuit, Stream
 from wcoj.config import RECURSION_LIMIT
 from wcoj.errors import CircuitError, NoFixedPointError, QueryError, UnboundVariableError
 from wcoj.generic_join import IncrementalGenericJoin, choose_order
@@ -83,73 +86,6 @@ class Rel:
 
     def renamed(self, vars_: Iterable[str]) -> Rel:
         return Rel(self.stream, vars_)
-
-
-# ---------------------------------------------------------------------------- operators
-
-class CoreJoin(Operator):
-    """The conjunctive core as a root operator: ``IncrementalGenericJoin`` over the store.
-
-    Its inputs are the deltas of the relations it reads (only to skip empty ticks); the
-    join itself reads the relations' staged ``delta``/``prev``/``curr`` views. At the
-    view's first tick (``owner.initial``) it emits the whole batch over ``owner.over``:
-    ``prev`` when a view is registered, ``curr`` when a transaction refreshes it.
-    """
-
-    name = "core_join"
-    input_kinds = ("zset",)
-    variadic = True
-
-    def __init__(self, join: IncrementalGenericJoin, owner: CompiledView):
-        self.join, self.owner = join, owner
-
-    def output_schema(self, inputs: list[Schema]) -> Schema:
-        return Schema("zset", len(self.join.output))
-
-    def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
-        if self.owner.initial:
-            return self.join.batch(self.owner.over), state
-        if all(v.is_empty() for v in values):
-            return ZSet.empty(len(self.join.output)), state
-        return self.join.delta(), state
-
-    def next_busy(self, values: list[Any], state: Any, ctx: Context) -> int | None:
-        return None
-
-
-class RowMap(Operator):
-    """Linear: a row ``r`` of weight ``w`` becomes the rows ``fn(ids, values)`` of weight ``w``.
-
-    ``fn`` gets the row's ids and its decoded values and returns id tuples (none to drop
-    the row), so filters and function expressions over Python values are one operator.
-    """
-
-    name = "row_map"
-    input_kinds = ("zset",)
-
-    def __init__(self, fn: Callable, arity: int, decode: Callable):
-        self.fn, self.arity, self.decode = fn, arity, decode
-
-    def output_schema(self, inputs: list[Schema]) -> Schema:
-        return Schema("zset", self.arity)
-
-    def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
-        z = values[0]
-        if z.is_empty():
-            return ZSet.empty(self.arity), state
-        rows, ws = [], []
-        dec = self.decode(z.keys).tolist()
-        for ids, vals, w in zip(z.keys.tolist(), dec, z.weights.tolist()):
-            for out in self.fn(ids, vals):
-                rows.append(out)
-                ws.append(w)
-        if not rows:
-            return ZSet.empty(self.arity), state
-        keys = np.array(rows, dtype=np.int64).reshape(len(rows), self.arity)
-        return ZSet.from_arrays(keys, np.array(ws, dtype=np.int64), arity=self.arity), state
-
-    def next_busy(self, values: list[Any], state: Any, ctx: Context) -> int | None:
-        return None
 
 
 # ---------------------------------------------------------------------------- compiler
@@ -180,6 +116,7 @@ class CompiledView:
         self._unit: Rel | None = None
         self._recursive: set[str] = set()
         self._sets: set[int] = set()  # ids of core join streams whose rows are a set
+        self._cores: dict[tuple, Rel] = {}  # core joins by their clauses' canonical text
         consts: dict[str, int] = {}
         start = None
         if table.vars:
@@ -377,10 +314,23 @@ class CompiledView:
         return cur
 
     def core(self, patterns: list[Pattern], preds: list[Predicate]) -> Rel:
-        """The patterns (and predicates on their variables) as one root ``CoreJoin``."""
+        """The patterns (and predicates on their variables) as one root ``CoreJoin``, one
+        per distinct clause list up to variable names (a rule's bodies often repeat one)."""
+        clauses = tuple(patterns) + tuple(preds)
+        names = {v: f"?__c{i}" for i, v in enumerate(magic.var_order(clauses, {})) if v not in self.consts}
+        canon = magic.renamed(clauses, names)
+        key = tuple(c.edn() for c in canon)
+        if key not in self._cores:
+            self._cores[key] = self._core(list(canon[:len(patterns)]), list(canon[len(patterns):]))
+            self.notes.append(f"core join {' '.join(map(str, patterns))}" + (f" filtered by "
+                              f"{' '.join(map(str, preds))}" if preds else "") + " (generic join, telescoping delta rule)")
+        back = {c: v for v, c in names.items()}
+        return self._cores[key].renamed(back.get(v, v) for v in self._cores[key].vars)
+
+    def _core(self, patterns: list[Pattern], preds: list[Predicate]) -> Rel:
         atoms, filters = self.ev.atoms(patterns, self.consts)
-        decoded = {k: self.store.interner.decode_one(v) if v >= 0 else None
-                   for k, v in self.consts.items()}  # -1: a value no datom holds
+        decoded = {k: self.store.interner.decode_one(v) if v >= 0 else None  # -1: a value no datom holds
+                   for k, v in self.consts.items()}
         out = sorted({t for _, terms in atoms for t in terms
                       if isinstance(t, str) and not t.startswith("_")})
         # patterns whose every variable is a blank or an input (``[_ :a ?in]``): the join
@@ -396,17 +346,13 @@ class CompiledView:
         # value leads (the deltas' orders are the join's own)
         sizes = [1.0 if any(not isinstance(t, str) for t in terms) else float(len(src))
                  for src, terms in atoms]
-        order = choose_order([[t for t in terms if isinstance(t, str)] for _, terms in atoms],
-                             sizes=sizes)
+        order = choose_order([[t for t in terms if isinstance(t, str)] for _, terms in atoms], sizes=sizes)
         join = IncrementalGenericJoin(atoms, out or hidden, filters=filters, batch_order=order)
         inputs = [self._source(src) for src, _ in atoms]
         stream = self.root.add(CoreJoin(join, self), *dict.fromkeys(inputs))
         if not any(isinstance(t, str) and t.startswith("_") and not t.startswith("_eq")
                    for _, terms in atoms for t in terms):
             self._sets.add(id(stream))  # no blank summed away: a join of sets is a set
-        self.notes.append(f"core join {' '.join(map(str, patterns))}"
-                          + (f" filtered by {' '.join(map(str, preds))}" if preds else "")
-                          + " (generic join, telescoping delta rule)")
         return Rel(stream, out) if out else self.project(Rel(stream, hidden), ())
 
     def clause(self, x: Any, cur: Rel | None, c: Circuit, env: dict[str, Rel]) -> Rel:
@@ -471,7 +417,7 @@ class CompiledView:
         return Rel(s, rels[0].vars)
 
     def _filter(self, x: Predicate, vars_: tuple) -> Callable:
-        args = _arg_getters(x.args, vars_)
+        args = [arg_getter(a, vars_) for a in x.args]
         registry = self.ev.registry
 
         def fn(ids: list, vals: list) -> list:
@@ -485,7 +431,7 @@ class CompiledView:
         encode, registry = self.ev.encode, self.ev.registry
         pos = {v: i for i, v in enumerate(vars_)}
         if value is None:
-            args = _arg_getters(x.args, vars_)
+            args = [arg_getter(a, vars_) for a in x.args]
 
             def value(vals: list) -> Any:
                 return call(x.fn, [g(vals) for g in args], registry)
@@ -584,10 +530,6 @@ def _positions(n: int) -> tuple[str, ...]:
 # functions whose value reads the database itself: (their row function, what explain says)
 _READS_DATABASE = {"q": (Subquery, "nested q, its first tick per distinct inputs"),
                    "fulltext": (FullText, "fulltext search (SQLite FTS5)")}
-
-
-def _arg_getters(args: tuple, vars_: tuple) -> list[Callable]:
-    return [arg_getter(a, vars_) for a in args]
 
 
 def compile_view(ev: Binder, query: Query, table: Table, rules: list[Rule]) -> CompiledView:

@@ -67,7 +67,7 @@ from queries.ast import (
 from queries.functions import FUNCTIONS
 from queries.parse import _calls
 
-__all__ = ["rewrite"]
+__all__ = ["rewrite", "renamed", "var_order"]
 
 Adornment = tuple[bool, ...]
 
@@ -239,6 +239,12 @@ class _Rewriter:
         n_b = sum(ad)
         seeds = tuple(Var(f"?__s{i}") for i in range(n_b))
         magic, frm = self.magic(name, ad), f"{name}__{_tag(ad)}__from"
+        if len(rules) == 2 and sum(c is None for c in calls) == 1:
+            (step, call), = ((r, c) for r, c in zip(rules, calls) if c is not None)
+            exit_rule, = (r for r, c in zip(rules, calls) if c is None)
+            if _exit_is_step(exit_rule, step, call, ad):
+                self._closure(name, ad, step, call, seeds, magic, frm)
+                return True
         self.out.append(Rule(frm, (), seeds + seeds, (RuleCall(magic, seeds),)))
         for r, call in zip(rules, calls):
             xb = _bound_args(r.params, ad)
@@ -252,6 +258,79 @@ class _Rewriter:
             else:
                 self.out.append(Rule(frm, (), seeds + _bound_args(call.args, ad), (guard,) + body))
         return True
+
+
+    def _closure(self, name: str, ad: Adornment, step: Rule, call: RuleCall, seeds: tuple, magic: str,
+                 frm: str) -> None:
+        """Factoring when the exit rule is the step itself (a transitive closure,
+        ``(p ?x ?y) :- step(?x, ?y)``, ``(p ?x ?y) :- step(?x, ?z) (p ?z ?y)``): ``from``
+        is the closure of ``step`` from each demanded ``s`` taken one step or more, which
+        is ``(p s ?y)`` itself, so no exit join follows it::
+
+            (from ?x ?z) :- (magic ?x) step(?x, ?z)
+            (from s ?z)  :- (from s ?x) step(?x, ?z)
+            (p s ?y)     :- (from s ?y)
+        """
+        xb, zb = _bound_args(step.params, ad), _bound_args(call.args, ad)
+        rest = tuple(c for c in step.body if c is not call)
+        bound = {v.name for v in xb}
+        first = RuleCall(magic, xb)
+        self.out.append(Rule(frm, (), xb + zb, (first,) + self.calls(rest, bound, [first])))
+        guard = RuleCall(frm, seeds + xb)
+        self.out.append(Rule(frm, (), seeds + zb, (guard,) + self.calls(rest, bound, [guard])))
+        ys = tuple(Var(f"?__y{i}") for i in range(len(zb)))
+        it_s, it_y = iter(seeds), iter(ys)
+        head = tuple(next(it_s) if b else next(it_y) for b in ad)
+        self.out.append(Rule(f"{name}__{_tag(ad)}", (), head, (RuleCall(frm, seeds + ys),)))
+
+
+def renamed(node: Any, names: dict[str, str]) -> Any:
+    """``node`` (a clause, or a tuple of them) with the variables of ``names`` renamed."""
+    if isinstance(node, Var):
+        return Var(names[node.name]) if node.name in names else node
+    if isinstance(node, (tuple, list)):
+        return type(node)(renamed(x, names) for x in node)
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        return dataclasses.replace(node, **{f.name: renamed(getattr(node, f.name), names)
+                                            for f in dataclasses.fields(node) if f.init})
+    return node
+
+
+def var_order(node: Any, out: dict[str, None]) -> dict[str, None]:
+    """The variables of ``node`` in the order they first occur."""
+    if isinstance(node, Var):
+        out.setdefault(node.name)
+    elif isinstance(node, (tuple, list)):
+        for x in node:
+            var_order(x, out)
+    elif dataclasses.is_dataclass(node) and not isinstance(node, type):
+        for f in dataclasses.fields(node):
+            var_order(getattr(node, f.name), out)
+    return out
+
+
+def _canonical(clauses: tuple, fixed: dict[str, str]) -> tuple[str, ...]:
+    """``clauses`` as text with the variables of ``fixed`` renamed as it says and the
+    others numbered in order of first occurrence: equal texts, equal bodies."""
+    names = dict(fixed)
+    for v in var_order(clauses, {}):
+        names.setdefault(v, f"?__l{len(names)}")
+    return tuple(c.edn() for c in renamed(clauses, names))
+
+
+def _exit_is_step(exit_rule: Rule, step: Rule, call: RuleCall, ad: Adornment) -> bool:
+    """Whether the exit rule's body, its free parameters read as the step's next bound
+    values, is the step rule's body without its recursive call (``_Rewriter._closure``)."""
+    xs, zs = _bound_args(step.params, ad), _bound_args(call.args, ad)
+    ex = _bound_args(exit_rule.params, ad)
+    ey = tuple(p for p, b in zip(exit_rule.params, ad) if not b)
+    names = [v.name for v in xs + zs]
+    if len(ey) != len(zs) or len(set(names)) != len(names) or len({v.name for v in ex + ey}) != len(ex + ey):
+        return False
+    rest = tuple(c for c in step.body if c is not call)
+    tag = {**{x.name: f"?__x{i}" for i, x in enumerate(xs)}, **{z.name: f"?__z{i}" for i, z in enumerate(zs)}}
+    tag_exit = {**{x.name: f"?__x{i}" for i, x in enumerate(ex)}, **{y.name: f"?__z{i}" for i, y in enumerate(ey)}}
+    return _canonical(rest, tag) == _canonical(exit_rule.body, tag_exit)
 
 
 def rewrite(query: Query, rules: list[Rule], known: Iterable[str] = ()) -> tuple[Query, list[Rule]]:

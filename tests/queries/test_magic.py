@@ -28,6 +28,10 @@ MUTUAL = '''[[(odd ?a ?b) [?a :edge ?b]] [(odd ?a ?b) (even ?a ?x) [?x :edge ?b]
 TWO = '''[[(reach ?a ?b) [?a :edge ?b]] [(reach ?a ?b) [?a :edge ?x] (reach ?x ?b)]
           [(marked ?a ?m) (reach ?a ?b) [?b :mark ?m]]
           [(dead ?a ?b) (reach ?a ?b) (not [?b :edge _])]]'''
+# right-linear with an exit unlike the step (factored with an exit join), and a
+# two-hop closure whose step and exit name their middle variable differently
+MARKED_BY = '[[(mreach ?a ?b) [?a :mark ?b]] [(mreach ?a ?b) [?a :edge ?x] (mreach ?x ?b)]]'
+HOP2 = '[[(hop2 ?a ?b) [?a :edge ?t] [?t :edge ?b]] [(hop2 ?a ?b) [?a :edge ?y] [?y :edge ?x] (hop2 ?x ?b)]]'
 FROM0 = '[:find ?b :in $ % :where [?a :name "n0"] ({r} ?a ?b)]'
 
 QUERIES = {
@@ -45,6 +49,8 @@ QUERIES = {
     "dead": ('[:find ?b :in $ % :where [?a :name "n0"] (dead ?a ?b)]', (TWO,)),
     "via-edge": ('[:find ?b :in $ % :where [?a :name "n0"] [?a :edge ?x] (reach ?x ?b)]',
                  (RIGHT,)),
+    "marked-by-from": (FROM0.format(r="mreach"), (MARKED_BY,)),
+    "hop2-from": (FROM0.format(r="hop2"), (HOP2,)),
 }
 
 
@@ -103,10 +109,24 @@ def test_right_linear_rules_are_factored():
     for r in rules:
         by.setdefault(r.name, []).append(r.edn())
     assert by["reach__bf__magic"] == ['[(reach__bf__magic ?a) [?a :name "n0"]]']
+    # the exit is the step: `from` takes one step or more, and is the answer (no exit join)
     assert by["reach__bf__from"] == [
-        '[(reach__bf__from ?__s0 ?__s0) (reach__bf__magic ?__s0)]',
+        '[(reach__bf__from ?a ?x) (reach__bf__magic ?a) [?a :edge ?x]]',
         '[(reach__bf__from ?__s0 ?x) (reach__bf__from ?__s0 ?a) [?a :edge ?x]]']
-    assert by["reach__bf"] == ['[(reach__bf ?__s0 ?b) (reach__bf__from ?__s0 ?a) [?a :edge ?b]]']
+    assert by["reach__bf"] == ['[(reach__bf ?__s0 ?__y0) (reach__bf__from ?__s0 ?__y0)]']
+    # an exit unlike the step: `from` takes zero steps or more, then the exit joins
+    _, rules = magic.rewrite(parse_query(FROM0.format(r="mreach")), parse_rules(MARKED_BY))
+    by = {}
+    for r in rules:
+        by.setdefault(r.name, []).append(r.edn())
+    assert by["mreach__bf__from"] == [
+        '[(mreach__bf__from ?__s0 ?__s0) (mreach__bf__magic ?__s0)]',
+        '[(mreach__bf__from ?__s0 ?x) (mreach__bf__from ?__s0 ?a) [?a :edge ?x]]']
+    assert by["mreach__bf"] == ['[(mreach__bf ?__s0 ?b) (mreach__bf__from ?__s0 ?a) [?a :mark ?b]]']
+    # two hops, the middle variable named differently in the exit and the step
+    _, rules = magic.rewrite(parse_query(FROM0.format(r="hop2")), parse_rules(HOP2))
+    assert [r.edn() for r in rules if r.name == "hop2__bf"] == \
+        ['[(hop2__bf ?__s0 ?__y0) (hop2__bf__from ?__s0 ?__y0)]']
 
 
 def test_left_linear_rules_keep_their_demand_at_the_seed():
@@ -130,3 +150,16 @@ def test_a_user_rule_named_like_an_adorned_one_turns_the_rewrite_off():
     rules = parse_rules(RIGHT[:-1] + ' [(reach__bf ?a ?b) [?a :edge ?b]]]')
     q = parse_query(FROM0.format(r="reach"))
     assert magic.rewrite(q, rules) == (q, rules)
+
+
+def test_clause_lists_that_repeat_patterns_share_one_core_join(monkeypatch):
+    """The query and the seed rule both read [?a :name "n0"]; the closure's base and step
+    both read [?a :edge ?x] (named differently in RIGHT's two rules): two joins, not four."""
+    from queries.circuit_ops import CoreJoin
+    _, _, views = setup(True, monkeypatch)
+    compiled = views["right-from"].circuit
+    joins = [n for n in compiled.root.nodes if isinstance(getattr(n, "op", None), CoreJoin)]
+    assert len(joins) == 2
+    assert [n for n in compiled.notes if n.startswith("core join")] == [
+        'core join [?a :name "n0"] (generic join, telescoping delta rule)',
+        'core join [?a :edge ?x] (generic join, telescoping delta rule)']
