@@ -343,6 +343,8 @@ def generic_join(atoms: Sequence[Atom], order: Sequence[str], output: Sequence[s
         if not fused:
             _warn_protocol_route(atoms, tries)
     out_cols = [order.index(v) for v in (output if output is not None else order)]
+    if fused and len(atoms) == 1 and not filters and not count_only and not atoms[0].constants:
+        return _atom_rows(tries[0], len(order), out_cols)
     if fused:
         run = _TrieRun(atoms, plan, tries)
         if run.empty:
@@ -367,6 +369,18 @@ def generic_join(atoms: Sequence[Atom], order: Sequence[str], output: Sequence[s
     if not keys:
         return ZSet.empty(len(out_cols))
     return ZSet.from_arrays(np.concatenate(keys), np.concatenate(ws), arity=len(out_cols))
+
+
+def _atom_rows(parts: list, width: int, out_cols: list[int]) -> ZSet:
+    """A join of one atom of variables only: its rows, walked out of its tries (the
+    variable order is the atom's column order), instead of a frontier of ranges per row."""
+    rows = [p.rows_arrays() for p in parts]
+    if len(rows) == 1 and out_cols == list(range(width)):
+        return ZSet(*rows[0])  # one trie's rows: sorted, unique, no zero weights
+    if not rows:
+        return ZSet.empty(len(out_cols))
+    return ZSet.from_arrays(np.concatenate([k[:, out_cols] for k, _ in rows]),
+                            np.concatenate([w for _, w in rows]), arity=len(out_cols))
 
 
 # ------------------------------------------------------------------------- incremental

@@ -53,6 +53,7 @@ QUERIES = {
     "constant-first": [("S", (2, "x", "y")), ("R", ("y", "z"))],
     "path": [("R", ("a", "b")), ("S", ("b", "c", "d")), ("R", ("d", "e"))],
     "single": [("S", ("x", 0, "y"))],
+    "one-atom": [("S", ("x", "z", "y"))],   # its rows, walked out of the trie
 }
 
 nodes = st.integers(0, 4)
@@ -192,6 +193,9 @@ def test_rows_cancelling_across_runs_are_not_results():
     for fused in (True, False):
         assert generic_join(atoms_for(spec, "abc", "curr"), "abc", fused=fused).to_dict() == {}
         assert generic_join(atoms_for(spec, "abc", "prev"), "abc", fused=fused).to_dict() == {(1, 2, 3): 1}
+        one = [(E, ("a", "b"))]
+        assert generic_join(atoms_for(one, "ab", "curr"), "ab", fused=fused).to_dict() == {(1, 2): 1, (1, 3): 1}
+        assert generic_join(atoms_for(one, "ba", "curr"), "ba", ["a"], fused=fused).to_dict() == {(1,): 2}
 
 
 def test_empty_atom_gives_an_empty_result():
