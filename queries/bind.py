@@ -32,7 +32,7 @@ from queries.edn import dumps_safe
 from queries.functions import Registry, call
 from queries.schema import is_ident
 from queries.txlog import is_log, placeholder
-from wcoj.errors import QueryError, UnknownAttributeError, excerpt
+from wcoj.errors import QueryError, UnknownAttributeError, excerpt, shown
 from wcoj.zset import ZSet
 
 __all__ = ["Table", "UNIT", "Binder", "Inputs", "bind_inputs", "query_vars"]
@@ -259,7 +259,7 @@ class Binder:
                 return self.ident(value)
             if type(value) is not int:
                 raise QueryError(f"entity position needs an entity id, an ident or a lookup ref, "
-                                 f"found {value!r}")
+                                 f"found {shown(value)}")
             return self.store.interner.ref(value)
         if role == "a":
             if not self.store.has_attribute(str(value)):

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import date, datetime, timedelta, timezone
@@ -158,7 +159,11 @@ def _unescape(body: str, text: str, pos: int) -> str:
 
 def _number(tok: str, text: str, pos: int) -> int | float | Decimal:
     if _INT.fullmatch(tok):
-        return int(tok.rstrip("N"))
+        try:
+            return int(tok.rstrip("N"))
+        except ValueError:  # past Python's limit on digits converted (sys.set_int_max_str_digits)
+            raise _fail(f"integer {excerpt(tok, quote=_Q)} has {len(tok.lstrip('+-').rstrip('N'))} digits; "
+                        f"at most {sys.get_int_max_str_digits()} are read", text, pos) from None
     if _FLOAT.fullmatch(tok):
         if tok.endswith("M"):
             try:

@@ -35,7 +35,7 @@ from indexes.interner import BOOLEAN, TAG_SHIFT, ref_ids
 from queries.edn import Keyword, Tagged
 from queries.schema import ALTERABLE, SCHEMA_KEYS, alter, install, is_ident
 from queries.txrules import apply_rules, owners
-from wcoj.errors import CasError, SchemaError
+from wcoj.errors import CasError, SchemaError, shown
 
 __all__ = ["resolve", "bulk", "entity_id"]
 
@@ -98,7 +98,7 @@ def _check_value(attr: Attribute, v: Any) -> Any:
     elif t in ("symbol", "tuple"):
         ok = v
     if ok is None:
-        raise SchemaError(f"value {v!r} of type {type(v).__name__} for attribute {attr.ident} "
+        raise SchemaError(f"value {shown(v)} of type {type(v).__name__} for attribute {attr.ident} "
                           f"does not match its type :db.type/{t}")
     return ok
 
@@ -201,11 +201,11 @@ def _expand(store: EavStore, data: list) -> _Forms:
             out.cas.append((len(out.es), form[3]))
             out.add(True, form[1], str(_kw(form[2])), form[4])
         elif n:
-            raise SchemaError(f"bad transaction form {form!r}; expected [:db/add e a v], "
+            raise SchemaError(f"bad transaction form {shown(form)}; expected [:db/add e a v], "
                               "[:db/retract e a v], [:db/retractEntity e], "
                               "[:db/cas e a old new] or a map")
         else:
-            raise SchemaError(f"bad transaction form {form!r}")
+            raise SchemaError(f"bad transaction form {shown(form)}")
     if not ALTERABLE.isdisjoint(out.attrs):
         _list_alterations(store, out)
     return out
@@ -278,7 +278,7 @@ def entity_id(store: EavStore, x: Any, kind: str = "prev") -> int:
     if is_ident(x):
         x = (":db/ident", Keyword(x))
     if not (isinstance(x, (list, tuple)) and len(x) == 2):
-        raise SchemaError(f"bad entity {x!r}; expected an entity id, an ident (:k) or a lookup "
+        raise SchemaError(f"bad entity {shown(x)}; expected an entity id, an ident (:k) or a lookup "
                           "ref [attr value]")
     attr = str(_kw(x[0]))
     schema = store.attribute(attr)
@@ -336,12 +336,12 @@ class _Entities:
         if t is int or (isinstance(x, np.integer) and t is not bool):
             x = int(x)
             if x <= 0:
-                raise SchemaError(f"bad entity {x!r}; expected an entity id, a tempid or a "
+                raise SchemaError(f"bad entity {shown(x)}; expected an entity id, a tempid or a "
                                   "lookup ref")
             if x >= self.next_eid:
-                raise SchemaError(f"entity id {x} does not exist; use a tempid for new entities")
+                raise SchemaError(f"entity id {shown(x)} does not exist; use a tempid for new entities")
             return x
-        raise SchemaError(f"bad entity {x!r}; expected an entity id, a tempid or a lookup ref")
+        raise SchemaError(f"bad entity {shown(x)}; expected an entity id, a tempid or a lookup ref")
 
     def resolve_refs(self) -> I64:
         """The entity of every lookup ref, one ``owners`` lookup per attribute."""
@@ -499,7 +499,7 @@ def _tempids(store: EavStore, ents: _Entities, forms: _Forms, e_codes: I64, v_co
         first = min(unknown)
         key = next(k for k, i in ents.tempids.items() if i == first)
         attr = forms.attrs[int(np.flatnonzero(v_ent & (v_codes == -1 - 2 * first))[0])]
-        raise SchemaError(f"unknown tempid {key!r} used as the value of {attr}: no entity in "
+        raise SchemaError(f"unknown tempid {shown(key)} used as the value of {attr}: no entity in "
                           "this transaction has it")
     is_tempid = (e_codes < 0) & (e_codes % 2 == 1)
     resolved_v = ~v_ent | (v_codes > 0) | ((v_codes < 0) & (v_codes % 2 == 0))
@@ -544,8 +544,8 @@ def _check_cas(store: EavStore, forms: _Forms, rows: I64, ents: _Entities, tempi
             expected = [store.interner.find(_check_value(schema, old))]
         if current != expected:
             found = store.interner.decode_one(current[0]) if current else None
-            raise CasError(f":db/cas failed on entity {eid} {attr}: expected {old!r}, found "
-                           f"{found!r}; the transaction was not applied", eid, attr, old, found)
+            raise CasError(f":db/cas failed on entity {eid} {attr}: expected {shown(old)}, found "
+                           f"{shown(found)}; the transaction was not applied", eid, attr, old, found)
 
 
 def _retract_entity(store: EavStore, eid: int, idents: dict) -> I64:

@@ -44,7 +44,7 @@ import numpy.typing as npt
 
 from indexes.eav import EavStore
 from queries.edn import Keyword
-from wcoj.errors import SchemaError
+from wcoj.errors import SchemaError, shown
 
 __all__ = ["apply_rules", "owners"]
 
@@ -218,7 +218,7 @@ def _replaced(store: EavStore, ident: str, want: I64, view: Any) -> I64:
     if len(two):
         k = int(two[0])
         a, b = store.interner.decode(want[k:k + 2, 2]).tolist()
-        raise SchemaError(f"two values {a!r} and {b!r} for cardinality-one attribute "
+        raise SchemaError(f"two values {shown(a)} and {shown(b)} for cardinality-one attribute "
                           f"{ident} of entity {int(want[k, 0])} in one transaction")
     if view is None:
         return _NONE

@@ -54,15 +54,33 @@ __all__ = [
     "PerformanceWarning",
     "as_interrupt",
     "excerpt",
+    "shown",
     "EXCERPT_CHARS",
+    "MESSAGE_CHARS",
 ]
 
 EXCERPT_CHARS = 80
 """An error message quotes at most about this many characters of the input it blames."""
+MESSAGE_CHARS = 2000
+"""The longest message an error keeps whole (``WcojError`` cuts the middle of longer ones)."""
 
 
 class WcojError(Exception):
-    """Base class of every error the engine raises on purpose."""
+    """Base class of every error the engine raises on purpose.
+
+    A message longer than ``MESSAGE_CHARS`` keeps its start and end, the middle cut: where
+    a message quotes input without ``excerpt``, a 6 MB value still cannot become a 6 MB
+    message.
+
+    >>> len(str(WcojError("bad value " + "x" * 10**6 + " for :a")))
+    2027
+    """
+
+    def __init__(self, *args: object) -> None:
+        if args and isinstance(args[0], str) and len(args[0]) > MESSAGE_CHARS:
+            m, head, tail = args[0], MESSAGE_CHARS * 3 // 4, MESSAGE_CHARS // 4
+            args = (f"{m[:head]}… ({len(m) - head - tail} characters cut) …{m[-tail:]}",) + args[1:]
+        super().__init__(*args)
 
 
 class QueryError(WcojError, ValueError):
@@ -198,6 +216,19 @@ def as_interrupt(exc: BaseException) -> BaseException:
             return exc
         seen = seen.__cause__ or seen.__context__
     return exc
+
+
+def shown(value: object) -> str:
+    """A value as an error message quotes it: its ``repr``, cut by ``excerpt``; an integer
+    too long for Python to print (``sys.set_int_max_str_digits``) by its size.
+
+    >>> shown(10 ** 5000)
+    'an integer of 16610 bits'
+    """
+    try:
+        return excerpt(repr(value), quote=False)
+    except ValueError:
+        return f"an integer of {int(value).bit_length()} bits"
 
 
 def excerpt(text: str, pos: int = 0, width: int = EXCERPT_CHARS,

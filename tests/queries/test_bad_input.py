@@ -297,3 +297,29 @@ def test_any_query_text_answers_or_raises_a_typed_error_and_interns_nothing(quer
     except WcojError:
         pass
     assert len(db.store.interner) == size
+
+
+@pytest.mark.parametrize("tx, error, words", [
+    ([{":n": "x" * 6_000_000}], SchemaError, "for attribute :n does not match its type"),
+    ([[":db/add", 10 ** 5000, ":n", 1]], SchemaError, "entity id an integer of 16610 bits does not exist"),
+    ('[{:n ' + "9" * 5000 + '}]', EdnSyntaxError, "has 5000 digits; at most 4300 are read"),
+    ([[":db/add", 1, ":n" * 100_000, 1]], UnknownAttributeError, "unknown attribute"),
+])
+def test_huge_values_give_short_typed_errors_and_change_nothing(tx, error, words):
+    """A 6 MB value quoted whole once made a 6 MB message; an integer past Python's digit
+    limit raised its bare ValueError from repr or int()."""
+    d = Database()
+    d.transact('[{:db/ident :n :db/valueType :db.type/long}]')
+    d.transact([{":db/id": "a", ":n": 1}])
+    before = (d.q('[:find ?e ?v :where [?e :n ?v]]'), d.store.next_eid, len(d.store.interner))
+    with pytest.raises(error, match=words) as e:
+        d.transact(tx)
+    assert len(str(e.value)) < 400
+    assert (d.q('[:find ?e ?v :where [?e :n ?v]]'), d.store.next_eid, len(d.store.interner)) == before
+
+
+def test_every_engine_error_keeps_a_bounded_message():
+    from wcoj.errors import MESSAGE_CHARS
+    e = QueryError("bad " + "y" * 10 ** 6 + " at the end")
+    assert len(str(e)) < MESSAGE_CHARS + 60
+    assert str(e).startswith("bad yyy") and str(e).endswith("y at the end")
