@@ -114,6 +114,7 @@ class _Forms:
         self.attrs: list[str] = []
         self.vs: list[Any] = []
         self.retract_entity: list[tuple[int, Any]] = []   # (row, entity)
+        self.retract_attr: list[tuple[int, Any, str]] = []  # (row, entity, attribute): [:db/retract e a]
         self.cas: list[tuple[int, Any]] = []              # (row of the new value, old value)
 
     def add(self, added: bool, e: Any, attr: Any, v: Any) -> None:
@@ -197,12 +198,14 @@ def _expand(store: EavStore, data: list) -> _Forms:
             entity_map(form)
         elif n == 2 and op in (":db/retractEntity", ":db.fn/retractEntity"):
             out.retract_entity.append((len(out.es), form[1]))
+        elif n == 3 and op == ":db/retract":  # every value the attribute has (Datomic 1.0.6165)
+            out.retract_attr.append((len(out.es), form[1], str(_kw(form[2]))))
         elif n == 5 and op in (":db/cas", ":db.fn/cas"):
             out.cas.append((len(out.es), form[3]))
             out.add(True, form[1], str(_kw(form[2])), form[4])
         elif n:
             raise SchemaError(f"bad transaction form {shown(form)}; expected [:db/add e a v], "
-                              "[:db/retract e a v], [:db/retractEntity e], "
+                              "[:db/retract e a v], [:db/retract e a], [:db/retractEntity e], "
                               "[:db/cas e a old new] or a map")
         else:
             raise SchemaError(f"bad transaction form {shown(form)}")
@@ -253,6 +256,7 @@ def _list_alterations(store: EavStore, out: _Forms) -> None:
     # the rare forms keep their place: the row they come before, among the rows kept
     out.retract_entity = [(bisect.bisect_left(keep, r), e) for r, e in out.retract_entity]
     out.cas = [(bisect.bisect_left(keep, r), v) for r, v in out.cas]
+    out.retract_attr = [(bisect.bisect_left(keep, r), e, a) for r, e, a in out.retract_attr]
     out.added = [out.added[i] for i in keep]
     out.es = [out.es[i] for i in keep]
     out.attrs = [out.attrs[i] for i in keep]
@@ -421,7 +425,8 @@ def resolve(store: EavStore, data: list):
             v_ent[where] = True
         else:
             v_codes[where] = _value_codes(store.interner, schema, vals)
-    special = [(row, ents.code(x, True)) for row, x in forms.retract_entity]
+    special = [(row, ents.code(x, True), None) for row, x in forms.retract_entity] + \
+        [(row, ents.code(x, True), store.attribute(a).ident) for row, x, a in forms.retract_attr]
     ref_eids = ents.resolve_refs()
     tx = store.new_tx()
     tempid_eids = _tempids(store, ents, forms, e_codes, v_codes, v_ent, aids, schemas,
@@ -435,11 +440,11 @@ def resolve(store: EavStore, data: list):
     seq = 2 * np.arange(n, dtype=np.int64)
     _check_cas(store, forms, rows, ents, tempid_eids, idents)
     if special:
-        extra = [_retract_entity(store, int(_decode_codes(np.array([c]), tempid_eids, ref_eids)[0]),
-                                 idents) for _, c in special]
+        extra = [_retract_entity(store, int(_decode_codes(np.array([c]), tempid_eids, ref_eids)[0]), idents, a)
+                 for _, c, a in special]
         rows = np.concatenate([rows] + extra)
         added = np.concatenate([added] + [np.zeros(len(x), bool) for x in extra])
-        seq = np.concatenate([seq] + [np.full(len(x), 2 * row - 1) for (row, _), x in
+        seq = np.concatenate([seq] + [np.full(len(x), 2 * row - 1) for (row, _, _), x in
                                       zip(special, extra)])
         order = np.argsort(seq, kind="stable")
         rows, added = rows[order], added[order]
@@ -548,9 +553,15 @@ def _check_cas(store: EavStore, forms: _Forms, rows: I64, ents: _Entities, tempi
                            f"{shown(found)}; the transaction was not applied", eid, attr, old, found)
 
 
-def _retract_entity(store: EavStore, eid: int, idents: dict) -> I64:
+def _retract_entity(store: EavStore, eid: int, idents: dict, attr: str | None = None) -> I64:
     """``[:db/retractEntity eid]``: rows of every datom of the entity, every reference to
-    it, and, through ``:db/isComponent`` attributes, its components (recursively)."""
+    it, and, through ``:db/isComponent`` attributes, its components (recursively). With
+    ``attr`` (``[:db/retract eid attr]``): rows of the values the entity has for it."""
+    if attr is not None:
+        aid = store.aid(attr)
+        idents[aid] = attr
+        vids = store.value_ids(attr, eid)
+        return np.stack([np.full(len(vids), eid), np.full(len(vids), aid), vids], axis=1).astype(np.int64)
     todo, seen, out = [eid], set(), []
     refs = [a for a, s in store.attributes.items() if s.value_type == "ref"]
     while todo:

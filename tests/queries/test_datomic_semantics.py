@@ -386,3 +386,35 @@ def test_a_map_constant_binds_a_map_that_get_reads():
     assert d.q('[:find ?x ?y :where [(ground [{:a 1} {:a 2 :b 5}]) [?m ...]] [(get ?m :a) ?x]'
                ' [(get ?m :b 0) ?y]]') == {(1, 0), (2, 5)}
     assert d.q('[:find ?x . :in ?m :where [(get ?m :a) ?x]]', {Keyword(":a"): 7}) == 7
+
+
+def test_retract_without_a_value_retracts_every_value_of_the_attribute():
+    """[:db/retract e a] (Datomic 1.0.6165): the values the entity has before the
+    transaction, as if each were retracted by name; other entities and attributes keep theirs."""
+    def fresh():
+        d = Database()
+        d.transact('[{:db/ident :tag :db/valueType :db.type/string :db/cardinality :db.cardinality/many}'
+                   ' {:db/ident :age :db/valueType :db.type/long}]')
+        r = d.transact([{":db/id": "a", ":tag": ["x", "y", "z"], ":age": 3}, {":db/id": "b", ":tag": ["x"]}])
+        return d, r.tempids["a"], r.tempids["b"]
+
+    d, a, b = fresh()
+    view = d.view('[:find ?e ?t :where [?e :tag ?t]]')
+    report = d.transact([[":db/retract", a, ":tag"], [":db/retract", a, ":age"], [":db/add", a, ":tag", "new"]])
+    twin, _, _ = fresh()   # the same change, each value retracted by name
+    twin.transact([[":db/retract", a, ":tag", v] for v in ("x", "y", "z")] + [[":db/retract", a, ":age", 3],
+                                                                              [":db/add", a, ":tag", "new"]])
+    want = {(a, "new"), (b, "x")}
+    assert view.result() == d.q(view.query) == twin.q(view.query) == want
+    assert d.q('[:find ?v :in $ ?e :where [?e :age ?v]]', a) == set()
+    retracted = {(e, str(attr), v) for e, attr, v, added in report.tx_data if not added}
+    assert retracted == {(a, ":tag", "x"), (a, ":tag", "y"), (a, ":tag", "z"), (a, ":age", 3)}
+
+
+def test_retract_without_a_value_of_an_unknown_attribute_changes_nothing():
+    d = Database()
+    d.transact('[{:db/ident :tag :db/valueType :db.type/string}]')
+    a = d.transact([{":db/id": "a", ":tag": "x"}]).tempids["a"]
+    with pytest.raises(UnknownAttributeError, match=":nope"):
+        d.transact([[":db/add", a, ":tag", "y"], [":db/retract", a, ":nope"]])
+    assert d.q('[:find ?t :where [_ :tag ?t]]') == {("x",)}
