@@ -248,6 +248,12 @@ class Interner:
     def __len__(self) -> int:
         return len(self._ids)
 
+    def copy(self) -> Interner:
+        """An independent interner with the same values under the same ids."""
+        out = Interner()
+        out._ids, out._values = dict(self._ids), {t: list(v) for t, v in self._values.items()}
+        return out
+
     def marks(self) -> dict[int, int]:
         """The size of each value table (tag -> count): what ``since`` counts from."""
         return {tag: len(vals) for tag, vals in self._values.items()}

@@ -64,7 +64,7 @@ from queries.results import Change, Report, answer, pulled, shape, with_datom
 from queries.pull import pull
 from queries.edn import Keyword, loads
 from queries.functions import Registry
-from queries.history import MemoryLog, as_of_store, history_store, resolve_t, since_store
+from queries.history import MemoryLog, as_of_store, detached, history_store, resolve_t, since_store
 from queries.parse import parse_query
 from queries.transact import bulk, resolve
 from wcoj.errors import QueryError, ReadOnlyError, SchemaError
@@ -312,6 +312,23 @@ class Database:
         with self.store.lock:
             return self._value(history_store(self.store, self.log), self.log, "history",
                                self.registry)
+
+    def with_(self, tx: Any) -> Report:
+        """Datomic's ``with``: ``tx`` applied to a copy of this database (its datoms and
+        log, no views), which stays as it was; the report's ``db_after`` is the copy.
+
+        >>> db = Database()
+        >>> _ = db.transact('[{:db/ident :n :db/valueType :db.type/long}]')
+        >>> after = db.with_([{":n": 1}]).db_after
+        >>> after.q('[:find ?v :where [_ :n ?v]]'), db.q('[:find ?v :where [_ :n ?v]]')
+        ({(1,)}, set())
+        """
+        self._writable("apply with_ to it")  # a past value's log runs past it
+        with self.store.lock:
+            db = Database(self.registry)
+            db.store, db.log, db.n_tx, db._last_instant = *detached(self.store, self.log), self.n_tx, self._last_instant
+        (report := db.transact(tx)).db_after = db
+        return report
 
     def transactions(self) -> list[tuple[int, datetime, int]]:
         """``(t, instant, n_datoms)`` of every transaction in the log, in order."""

@@ -123,6 +123,20 @@ def _like(store: EavStore, cls: type = EavStore) -> EavStore:
     return out
 
 
+def detached(store: EavStore, log: Any) -> tuple[EavStore, MemoryLog]:
+    """A copy of ``store`` and ``log`` that shares nothing mutable with them (its own
+    interner, indexes and in-memory log), for ``Database.with_``."""
+    out = _like(store)
+    out.interner = store.interner.copy()
+    out.load(store.datoms.contents().keys)
+    copy = MemoryLog()
+    rows = log.rows()
+    ts = rows[:, 3] - TX_BASE  # each row's t, in log order
+    for t, instant, n in log.transactions():
+        copy.append(t, instant, rows[np.searchsorted(ts, t):np.searchsorted(ts, t, side="right")])
+    return out, copy
+
+
 def resolve_t(log: Any, t: Any) -> int:
     """The ``t`` named by ``t``: a transaction entity id, a ``t`` (1, 2, ...) or a
     ``datetime`` (the last transaction at or before it; 0 when none is)."""

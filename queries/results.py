@@ -142,11 +142,12 @@ class Report:
     ((':n', 7, True), True)
     """
 
-    __slots__ = ("tx", "_tx_data", "tempids", "views", "seconds")
+    __slots__ = ("tx", "_tx_data", "tempids", "views", "seconds", "db_after")
 
     def __init__(self, tx: int, tx_data, tempids: dict, views: dict[str, Change], seconds: float = 0.0):
         self.tx, self.tempids, self.views, self.seconds = tx, tempids, views, seconds
         self._tx_data = tx_data  # a list, or a function giving it
+        self.db_after = None  # Database.with_: the database the transaction was applied to
 
     @property
     def tx_data(self) -> list:

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from queries.database import Database
-from wcoj.errors import QueryError, ReadOnlyError
+from wcoj.errors import QueryError, ReadOnlyError, SchemaError
 
 SCHEMA = """[{:db/ident :p/n :db/valueType :db.type/long :db/cardinality :db.cardinality/one}
              {:db/ident :p/tag :db/valueType :db.type/string :db/cardinality :db.cardinality/many}
@@ -122,3 +122,50 @@ def test_pull_on_a_past_value():
     assert past.pull("[:p/n :p/tag]", e) == {":p/n": 1, ":p/tag": ["x", "y"]}
     assert db.pull("[:p/n :p/tag]", e) == {":p/n": 2, ":p/tag": ["y"]}
     assert past.q('[:find (pull ?e [:p/n]) . :where [?e :p/n 1]]') == {":p/n": 1}
+
+
+HIST = '[:find ?e ?a ?v ?tx ?added :where [?e ?a ?v ?tx ?added] [(not= ?a :db/txInstant)]]'
+
+
+def _state(db):
+    return (db.q(ALL), db.transactions(), db.store.next_eid, len(db.store.interner))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_with_is_the_transaction_on_a_copy_and_leaves_the_database_as_it_was(seed, tmp_path):
+    """db.with_(tx).db_after equals a twin that transacted tx (now, as of earlier
+    transactions, in its history); the database itself, its views and its durable log
+    stay as they were. A second with_ chains on the first."""
+    txs = random_txs(seed)
+    head, (last, extra) = txs[:-2], txs[-2:]
+    with Database.open(tmp_path / "db") as db:
+        db.transact(SCHEMA)
+        for t in head:
+            db.transact(t)
+        view = db.view('[:find ?e ?t :where [?e :p/tag ?t]]')
+        before, seen = _state(db), view.result()
+        report = db.with_(last)
+        after = report.db_after
+        twin, ids = replay(head + [last])
+        assert after.q(ALL) == twin.q(ALL)
+        assert report.tx == ids[-1] and report.tempids == {}
+        assert after.history().q(HIST) == twin.history().q(HIST)
+        for tx in ids[::4]:
+            assert after.as_of(tx).q(ALL) == twin.as_of(tx).q(ALL)
+        assert _state(db) == before and view.result() == seen
+        again = after.with_(extra).db_after            # with_ of a with_
+        assert again.q(ALL) == replay(head + [last, extra])[0].q(ALL)
+        assert after.q(ALL) == twin.q(ALL) and _state(db) == before
+        assert db.with_([[":db/add", 1, ":p/tag", "a value new to the interner"]]).db_after.q(
+            '[:find ?e :where [?e :p/tag "a value new to the interner"]]') == {(1,)}
+        with pytest.raises(SchemaError, match="does not match its type"):
+            db.with_([[":db/add", 1, ":p/n", "not a number"]])
+        assert _state(db) == before
+    with Database.open(tmp_path / "db") as db:   # nothing of with_ reached the log
+        assert db.transactions() == before[1]
+
+
+def test_with_on_a_past_value_is_refused_by_name():
+    db, ids = replay(random_txs(0, n_tx=3))
+    with pytest.raises(ReadOnlyError, match="cannot apply with_"):
+        db.as_of(ids[1]).with_([[":db/add", 1, ":p/n", 2]])
