@@ -35,7 +35,7 @@ from queries.txlog import is_log, placeholder
 from wcoj.errors import QueryError, UnknownAttributeError, excerpt, shown
 from wcoj.zset import ZSet
 
-__all__ = ["Table", "UNIT", "Binder", "Inputs", "bind_inputs", "query_vars"]
+__all__ = ["Table", "UNIT", "Binder", "Inputs", "bind_inputs", "query_vars", "plain_input", "input_key"]
 
 _fresh = itertools.count()
 
@@ -365,3 +365,20 @@ def _input_value(d: Any, v: Any) -> Any:
     return v
 
 
+def plain_input(x: Any) -> bool:
+    """An input that compiles to the same circuit whatever the database holds: a string,
+    a number, or a short collection of them (no lookup refs)."""
+    if isinstance(x, (str, int, float, bool)) or x is None:
+        return not isinstance(x, str) or len(x) < 10_000
+    return (isinstance(x, (list, tuple, frozenset)) and len(x) <= 1_000
+            and all(isinstance(y, (str, int, float, bool)) for y in x)
+            and not (len(x) == 2 and isinstance(x[0], str) and x[0].startswith(":")))
+
+
+def input_key(inputs: tuple) -> tuple:
+    """A hashable key of plain inputs that tells ``1``, ``1.0`` and ``True`` apart."""
+    def one(x: Any) -> Any:
+        if isinstance(x, (list, tuple, frozenset)):
+            return (type(x).__name__,) + tuple(one(y) for y in x)
+        return (type(x).__name__, x)
+    return tuple(one(x) for x in inputs)

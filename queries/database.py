@@ -57,9 +57,10 @@ from indexes.interner import check_depth
 from indexes.transaction import deferred_interrupts
 from queries.ast import FindPull, Query
 from indexes.index import Relation
-from queries.bind import Binder, Inputs, bind_inputs
+from queries.bind import Binder, Inputs, bind_inputs, input_key, plain_input
 from queries.aggregates import Groups
 from queries.circuits import CompiledView, compile_view
+from queries.datoms import Datom, datoms
 from queries.results import Change, Report, answer, pulled, shape, with_datom
 from queries.pull import pull
 from queries.edn import Keyword, loads
@@ -195,25 +196,6 @@ class View:
         self._staged = None
 
 
-def _plain(x: Any) -> bool:
-    """An input that compiles to the same circuit whatever the database holds: a string,
-    a number, or a short collection of them (no lookup refs)."""
-    if isinstance(x, (str, int, float, bool)) or x is None:
-        return not isinstance(x, str) or len(x) < 10_000
-    return (isinstance(x, (list, tuple, frozenset)) and len(x) <= 1_000
-            and all(isinstance(y, (str, int, float, bool)) for y in x)
-            and not (len(x) == 2 and isinstance(x[0], str) and x[0].startswith(":")))
-
-
-def _input_key(inputs: tuple) -> tuple:
-    """A hashable key of plain inputs that tells ``1``, ``1.0`` and ``True`` apart."""
-    def one(x: Any) -> Any:
-        if isinstance(x, (list, tuple, frozenset)):
-            return (type(x).__name__,) + tuple(one(y) for y in x)
-        return (type(x).__name__, x)
-    return tuple(one(x) for x in inputs)
-
-
 class Database:
     """A Datomic-style database of datoms with queries and incrementally maintained views.
 
@@ -330,6 +312,12 @@ class Database:
         (report := db.transact(tx)).db_after = db
         return report
 
+    def datoms(self, index: str, *components: Any) -> list[Datom]:
+        """Datomic's ``datoms``: the live datoms in ``index`` order (``:eavt``, ``:aevt``,
+        ``:avet``, ``:vaet``) whose leading fields are ``components`` (``queries.datoms``)."""
+        with self.store.lock:
+            return datoms(self.store, index, *components)
+
     def transactions(self) -> list[tuple[int, datetime, int]]:
         """``(t, instant, n_datoms)`` of every transaction in the log, in order."""
         return self.log.transactions()
@@ -419,8 +407,8 @@ class Database:
         that may hold lookup refs (a list or tuple inside them) are resolved at compile
         time, so those queries compile anew each time."""
         key = None
-        if isinstance(query, str) and len(query) < 10_000 and all(_plain(x) for x in inputs):
-            key = (query, len(self.store.attributes), _input_key(inputs))
+        if isinstance(query, str) and len(query) < 10_000 and all(plain_input(x) for x in inputs):
+            key = (query, len(self.store.attributes), input_key(inputs))
             hit = self._circuits.get(key)
             if hit is not None:
                 self._circuits.move_to_end(key)

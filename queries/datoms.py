@@ -1,0 +1,89 @@
+"""Datomic's ``datoms``: the live datoms in one index's order, narrowed by its leading
+components.
+
+``datoms(store, ":aevt", ":person/name")`` lists every ``:person/name`` datom, sorted by
+entity; ``":eavt"`` sorts by entity, attribute, value; ``":avet"`` by attribute, value,
+entity (any attribute, where Datomic needs ``:db/index``); ``":vaet"`` holds the datoms of
+ref attributes, by the entity they point to. Components name an entity by id, ident or
+lookup ref, an attribute by its ident, a value as the attribute stores it (an entity for
+``:vaet``), a transaction by its id. Values sort as Python sorts them within an
+attribute; attributes by ident.
+
+Relies on ``indexes.eav`` and ``queries.transact`` (entities, value checks); used by
+``queries.database``.
+
+>>> from queries.database import Database
+>>> db = Database()
+>>> _ = db.transact('[{:db/ident :n :db/valueType :db.type/long}]')
+>>> r = db.transact([{":db/id": "a", ":n": 2}, {":db/id": "b", ":n": 1}])
+>>> [(d.e, str(d.a), d.v) for d in db.datoms(":avet", ":n")]
+[(2, ':n', 1), (1, ':n', 2)]
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from indexes.eav import EavStore
+from queries.transact import _check_value, entity_id
+from wcoj.errors import QueryError, excerpt
+
+__all__ = ["Datom", "datoms", "INDEXES"]
+
+# per index: the datom fields (e, a, v, tx) in its order
+INDEXES = {":eavt": (0, 1, 2, 3), ":aevt": (1, 0, 2, 3), ":avet": (1, 2, 0, 3), ":vaet": (2, 1, 0, 3)}
+
+
+class Datom(NamedTuple):
+    """One datom: entity, attribute (its ident), value, transaction id, added."""
+
+    e: int
+    a: Any
+    v: Any
+    tx: int
+    added: bool
+
+
+def datoms(store: EavStore, index: Any, *components: Any) -> list[Datom]:
+    """The live datoms of ``store`` in ``index`` order whose leading fields equal
+    ``components`` (see the module docstring)."""
+    name = str(index) if str(index).startswith(":") else f":{index}"
+    order = INDEXES.get(name)
+    if order is None:
+        raise QueryError(f"unknown index {excerpt(str(index), quote=False)}; expected one of "
+                         + ", ".join(INDEXES))
+    if len(components) > 4:
+        raise QueryError(f"index {name} has 4 components (e a v tx in its order), got {len(components)}")
+    rows = store.datoms.contents().keys
+    if rows.shape[1] != 4:
+        raise QueryError("datoms reads a database value (now, as_of or since), not a history")
+    if name == ":vaet":
+        refs = [store.aid(a) for a, s in store.attributes.items() if s.value_type == "ref"]
+        rows = rows[np.isin(rows[:, 1], np.array(refs, dtype=np.int64))]
+    attr = None
+    for field, c in zip(order, components):
+        if field == 0:
+            want = entity_id(store, c)
+        elif field == 1:
+            attr = store.attribute(str(c))  # UnknownAttributeError names it
+            want = store.aid(attr.ident)
+        elif field == 2 and name == ":vaet":
+            want = store.interner.ref(entity_id(store, c))
+        elif field == 2:
+            want = store.interner.find(_check_value(attr, c))
+        else:
+            want = int(c)
+        rows = rows[rows[:, field] == want]
+    values = store.interner.decode(rows[:, 1:3]) if len(rows) else np.empty((0, 2), dtype=object)
+    out = [Datom(int(e), a, v, int(tx), True)
+           for (e, tx), (a, v) in zip(rows[:, [0, 3]].tolist(), values.tolist())]
+    if name == ":vaet":
+        return sorted(out, key=lambda d: (d.v, str(d.a), d.e, d.tx))
+    key = {":eavt": lambda d: (d.e, str(d.a), d.v, d.tx), ":aevt": lambda d: (str(d.a), d.e, d.v, d.tx),
+           ":avet": lambda d: (str(d.a), d.v, d.e, d.tx)}[name]
+    try:
+        return sorted(out, key=key)
+    except TypeError:  # values of kinds Python does not order (maps): by id instead
+        return out
