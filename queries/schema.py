@@ -39,11 +39,14 @@ SCHEMA_KEYS = {":db/ident", ":db/valueType", ":db/cardinality", ":db/unique", ":
 # what a transaction may assert on an existing attribute, as Datomic's schema alteration
 # (``{:db/id :person/age :db/cardinality :db.cardinality/many}``, ``[:db/add :person/age
 # :db/unique :db.unique/identity]``); ``:db/valueType`` only while the attribute has no
-# datoms (Datomic refuses always); ``:db/doc`` is accepted and not kept, as at install
+# datoms (Datomic refuses always); ``:db/doc``, ``:db/index`` and ``:db/noHistory`` are
+# accepted and not kept, as at install (every attribute is indexed, all history is kept)
 ALTERABLE = {":db/valueType", ":db/cardinality", ":db/unique", ":db/isComponent", ":db/doc",
              ":db/index", ":db/noHistory", ":db/fulltext"}
 _RETRACTABLE = {":db/unique": None, ":db/isComponent": False, ":db/doc": None, ":db/index": None,
                 ":db/noHistory": None}
+# keys a restated attribute may repeat as installed (an idempotent schema file): no change
+_RESTATED = {":db.install/_attribute", ":db/tupleTypes", ":db/tupleType", ":db/tupleAttrs"}
 
 
 def is_ident(x: Any) -> bool:
@@ -109,6 +112,8 @@ def alter(store: EavStore, ident: str, changes: list[tuple[bool, str, Any]]) -> 
         if key == ":db/ident":
             raise SchemaError(f"attribute {ident}: renaming an attribute (:db/ident {value}) is not "
                               "supported; install a new attribute and move its datoms")
+        if key in _RESTATED and added and (key != ":db/tupleAttrs" or _same_parts(value, old.tuple_attrs)):
+            continue
         if key not in ALTERABLE:
             raise SchemaError(f"attribute {ident}: {key} cannot be altered; alterable: "
                               + ", ".join(sorted(ALTERABLE)))
@@ -123,6 +128,12 @@ def alter(store: EavStore, ident: str, changes: list[tuple[bool, str, Any]]) -> 
     if bool(m.get(":db/fulltext")) != old.fulltext:
         raise SchemaError(f"attribute {ident}: :db/fulltext cannot be altered")
     install(store, m)
+
+
+def _same_parts(given: Any, parts: tuple[str, ...]) -> bool:
+    """Whether ``:db/tupleAttrs`` ``given`` names the composite's ``parts``."""
+    return isinstance(given, (list, tuple)) and \
+        tuple(str(Keyword(a) if isinstance(a, str) else a) for a in given) == parts
 
 
 def _tuple_attrs(store: EavStore, ident: str, vt: str, m: dict) -> tuple[str, ...]:

@@ -228,9 +228,9 @@ def _altered_attribute(store: EavStore, m: dict) -> str | None:
     if not (isinstance(target, Keyword) or is_ident(target)) or not store.has_attribute(str(target)):
         return None
     keys = {str(_kw(k)) for k in m}
-    if not keys & ALTERABLE and not (":db/id" in m and ":db/ident" in m):
+    if not keys & SCHEMA_KEYS - {":db/id", ":db/ident"} and not (":db/id" in m and ":db/ident" in m):
         return None
-    other = sorted(k for k in keys - ALTERABLE - {":db/id", ":db/ident"})
+    other = sorted(k for k in keys - SCHEMA_KEYS)  # schema keys: alter refuses those it cannot change
     if other:
         raise SchemaError(f"attribute {target}: a schema alteration asserts schema keys only, "
                           f"not {', '.join(other)}")

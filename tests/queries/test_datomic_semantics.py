@@ -330,6 +330,7 @@ def test_uniqueness_is_added_and_retracted_as_datoms_of_the_attribute():
     ('[{:db/id :tag :db/ident :label}]', "renaming an attribute"),
     ('[{:db/id :tag :db/cardinality :db.cardinality/many :other 1}]', "schema keys only, not :other"),
     ('[{:db/id :tag :db/fulltext true}]', ":db/fulltext cannot be altered"),
+    ('[{:db/id :tag :db/tupleAttrs [:tag :other]}]', ":db/tupleAttrs cannot be altered"),
     ('[{:db/id :tag :db/valueType :db.type/long}]', "cannot change :db/valueType"),
     ('[[:db/retract :tag :db/cardinality :db.cardinality/one]]', ":db/cardinality cannot be retracted"),
     ('[[:db/add :tag :db/cardinality :db.cardinality/some]]', ":db/cardinality must be"),
@@ -418,3 +419,19 @@ def test_retract_without_a_value_of_an_unknown_attribute_changes_nothing():
     with pytest.raises(UnknownAttributeError, match=":nope"):
         d.transact([[":db/add", a, ":tag", "y"], [":db/retract", a, ":nope"]])
     assert d.q('[:find ?t :where [_ :tag ?t]]') == {("x",)}
+
+
+def test_a_schema_file_transacted_twice_changes_nothing():
+    """Idempotent schema installation: restating every attribute as installed, composite
+    tuples and old-style install keys included, is not an alteration."""
+    schema = ('[{:db/ident :a :db/valueType :db.type/long :db/id #db/id [:db.part/db]'
+              '   :db.install/_attribute :db.part/db}'
+              ' {:db/ident :b :db/valueType :db.type/string :db/unique :db.unique/value}'
+              ' {:db/ident :ab :db/valueType :db.type/tuple :db/tupleAttrs [:a :b]}'
+              ' {:db/ident :tt :db/valueType :db.type/tuple :db/tupleTypes [:db.type/long :db.type/string]'
+              '  :db/unique :db.unique/identity}]')
+    d = Database()
+    d.transact(schema)
+    before = {a: d.store.attribute(a) for a in (":a", ":b", ":ab", ":tt")}
+    d.transact(schema)
+    assert {a: d.store.attribute(a) for a in before} == before
