@@ -28,7 +28,7 @@ from indexes.eav import Attribute, EavStore
 from queries.edn import Keyword
 from wcoj.errors import SchemaError
 
-__all__ = ["install", "alter", "is_ident", "SCHEMA_KEYS", "ALTERABLE"]
+__all__ = ["install", "alter", "alter_map", "names_attribute", "is_ident", "SCHEMA_KEYS", "ALTERABLE"]
 
 SCHEMA_KEYS = {":db/ident", ":db/valueType", ":db/cardinality", ":db/unique", ":db/doc",
                ":db/isComponent", ":db/index", ":db/fulltext", ":db/noHistory",
@@ -128,6 +128,31 @@ def alter(store: EavStore, ident: str, changes: list[tuple[bool, str, Any]]) -> 
     if bool(m.get(":db/fulltext")) != old.fulltext:
         raise SchemaError(f"attribute {ident}: :db/fulltext cannot be altered")
     install(store, m)
+
+
+def names_attribute(store: EavStore, x: Any) -> bool:
+    """Whether ``x`` is the ident of an installed (or staged) attribute."""
+    return (isinstance(x, Keyword) or is_ident(x)) and store.has_attribute(str(x))
+
+
+def alter_map(store: EavStore, m: dict) -> bool:
+    """Stage the alteration a transaction map makes, if it makes one: a map whose
+    ``:db/id`` (or, without one, ``:db/ident``) names an installed attribute and that
+    asserts schema keys (``{:db/id :person/age :db/cardinality :db.cardinality/many}``; a
+    restatement alters only the keys it gives, so a schema file may run twice)."""
+    target = m.get(":db/id", m.get(":db/ident"))
+    if not names_attribute(store, target):
+        return False
+    keys = {str(k) for k in m}
+    if not keys & SCHEMA_KEYS - {":db/id", ":db/ident"} and not {":db/id", ":db/ident"} <= keys:
+        return False
+    other = sorted(keys - SCHEMA_KEYS)  # schema keys: alter refuses those it cannot change
+    if other:
+        raise SchemaError(f"attribute {target}: a schema alteration asserts schema keys only, "
+                          f"not {', '.join(other)}")
+    alter(store, str(target), [(True, str(k), v) for k, v in m.items()
+                               if str(k) != ":db/id" and not (str(k) == ":db/ident" and str(v) == str(target))])
+    return True
 
 
 def _same_parts(given: Any, parts: tuple[str, ...]) -> bool:

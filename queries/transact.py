@@ -19,7 +19,6 @@ Relies on ``indexes.eav``, ``indexes.interner``, ``queries.edn``, ``queries.sche
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import math
 import uuid
@@ -33,7 +32,7 @@ import numpy.typing as npt
 from indexes.eav import Attribute, EavStore
 from indexes.interner import BOOLEAN, TAG_SHIFT, ref_ids
 from queries.edn import Keyword, Tagged
-from queries.schema import ALTERABLE, SCHEMA_KEYS, alter, install, is_ident
+from queries.schema import ALTERABLE, SCHEMA_KEYS, alter, alter_map, install, is_ident, names_attribute
 from queries.txrules import apply_rules, owners
 from wcoj.errors import CasError, SchemaError, shown
 
@@ -138,11 +137,7 @@ def _expand(store: EavStore, data: list) -> _Forms:
         return attr, reverse, store.attribute(attr)
 
     def entity_map(m: dict) -> Any:
-        altered = _altered_attribute(store, m)
-        if altered is not None:
-            alter(store, altered, [(True, str(_kw(k)), v) for k, v in m.items()
-                                   if str(_kw(k)) not in (":db/id", ":db/ident") or
-                                   str(_kw(k)) == ":db/ident" and str(_kw(v)) != altered])
+        if alter_map(store, m):
             return None
         if ":db/ident" in m and ":db/valueType" in m:   # Keyword keys equal their text
             install(store, {str(_kw(k)): v for k, v in m.items()})
@@ -189,9 +184,12 @@ def _expand(store: EavStore, data: list) -> _Forms:
         n = len(form) if type(form) is list or isinstance(form, (list, tuple)) else 0
         op = form[0] if n else None
         if n == 4 and (op == ":db/add" or op == ":db/retract"):  # the common case: inlined
+            a = form[2]   # an ident as written; resolve looks each distinct one up once
+            if a in ALTERABLE and names_attribute(store, form[1]):  # [:db/add :person/age :db/unique ...]
+                alter(store, str(form[1]), [(op == ":db/add", str(a), form[3])])
+                continue
             added(op == ":db/add")
             es(form[1])
-            a = form[2]   # an ident as written; resolve looks each distinct one up once
             attrs(a if isinstance(a, str) else str(a))
             vs(form[3])
         elif isinstance(form, dict):
@@ -209,58 +207,7 @@ def _expand(store: EavStore, data: list) -> _Forms:
                               "[:db/cas e a old new] or a map")
         else:
             raise SchemaError(f"bad transaction form {shown(form)}")
-    if not ALTERABLE.isdisjoint(out.attrs):
-        _list_alterations(store, out)
     return out
-
-
-def _altered_attribute(store: EavStore, m: dict) -> str | None:
-    """The existing attribute a transaction map alters, or ``None``: a map whose
-    ``:db/id`` (or, without one, ``:db/ident``) names an installed attribute and that
-    asserts schema keys, as Datomic alters schema (``{:db/id :person/age :db/cardinality
-    :db.cardinality/many}``; a full restatement alters only the keys it gives)."""
-    if ":db/id" in m:
-        target = m[":db/id"]
-    elif ":db/ident" in m:
-        target = m[":db/ident"]
-    else:
-        return None
-    if not (isinstance(target, Keyword) or is_ident(target)) or not store.has_attribute(str(target)):
-        return None
-    keys = {str(_kw(k)) for k in m}
-    if not keys & SCHEMA_KEYS - {":db/id", ":db/ident"} and not (":db/id" in m and ":db/ident" in m):
-        return None
-    other = sorted(k for k in keys - SCHEMA_KEYS)  # schema keys: alter refuses those it cannot change
-    if other:
-        raise SchemaError(f"attribute {target}: a schema alteration asserts schema keys only, "
-                          f"not {', '.join(other)}")
-    return str(target)
-
-
-def _list_alterations(store: EavStore, out: _Forms) -> None:
-    """``[:db/add :person/age :db/cardinality :db.cardinality/many]`` and
-    ``[:db/retract :person/age :db/unique :db.unique/identity]``: list forms whose entity
-    is an installed attribute's ident and whose attribute a schema key alter that attribute
-    (``schema.alter``, one call per attribute, forms in order); their rows leave the
-    columns."""
-    keep: list[int] = []
-    changes: dict[str, list] = {}
-    for i, a in enumerate(out.attrs):
-        e = out.es[i]
-        if a not in ALTERABLE or not (isinstance(e, Keyword) or is_ident(e)) or not store.has_attribute(str(e)):
-            keep.append(i)  # not an alteration: resolved as any datom (an unknown attribute raises)
-            continue
-        changes.setdefault(str(e), []).append((out.added[i], a, out.vs[i]))
-    for ident, ch in changes.items():
-        alter(store, ident, ch)
-    # the rare forms keep their place: the row they come before, among the rows kept
-    out.retract_entity = [(bisect.bisect_left(keep, r), e) for r, e in out.retract_entity]
-    out.cas = [(bisect.bisect_left(keep, r), v) for r, v in out.cas]
-    out.retract_attr = [(bisect.bisect_left(keep, r), e, a) for r, e, a in out.retract_attr]
-    out.added = [out.added[i] for i in keep]
-    out.es = [out.es[i] for i in keep]
-    out.attrs = [out.attrs[i] for i in keep]
-    out.vs = [out.vs[i] for i in keep]
 
 
 def entity_id(store: EavStore, x: Any, kind: str = "prev") -> int:
