@@ -317,10 +317,9 @@ class CompiledView:
         """The patterns (and predicates on their variables) as one root ``CoreJoin``, one
         per distinct clause list up to variable names (a rule's bodies often repeat one)."""
         clauses = tuple(patterns) + tuple(preds)
-        names = {v: f"?__c{i}" for i, v in enumerate(magic.var_order(clauses, {})) if v not in self.consts}
-        canon = magic.renamed(clauses, names)
-        key = tuple(c.edn() for c in canon)
+        key, names = magic.canonical(clauses, {c: c for c in self.consts})  # inputs keep their names
         if key not in self._cores:
+            canon = magic.renamed(clauses, names)
             self._cores[key] = self._core(list(canon[:len(patterns)]), list(canon[len(patterns):]))
             self.notes.append(f"core join {' '.join(map(str, patterns))}" + (f" filtered by "
                               f"{' '.join(map(str, preds))}" if preds else "") + " (generic join, telescoping delta rule)")

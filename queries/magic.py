@@ -67,7 +67,7 @@ from queries.ast import (
 from queries.functions import FUNCTIONS
 from queries.parse import _calls
 
-__all__ = ["rewrite", "renamed", "var_order"]
+__all__ = ["rewrite", "canonical", "renamed"]
 
 Adornment = tuple[bool, ...]
 
@@ -309,13 +309,14 @@ def var_order(node: Any, out: dict[str, None]) -> dict[str, None]:
     return out
 
 
-def _canonical(clauses: tuple, fixed: dict[str, str]) -> tuple[str, ...]:
-    """``clauses`` as text with the variables of ``fixed`` renamed as it says and the
-    others numbered in order of first occurrence: equal texts, equal bodies."""
+def canonical(clauses: tuple, fixed: dict[str, str]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """``(text, names)``: ``clauses`` as text with the variables of ``fixed`` renamed as
+    it says and the others numbered in order of first occurrence (equal texts, equal
+    clauses up to variable names), and the renaming used."""
     names = dict(fixed)
     for v in var_order(clauses, {}):
         names.setdefault(v, f"?__l{len(names)}")
-    return tuple(c.edn() for c in renamed(clauses, names))
+    return tuple(c.edn() for c in renamed(clauses, names)), names
 
 
 def _exit_is_step(exit_rule: Rule, step: Rule, call: RuleCall, ad: Adornment) -> bool:
@@ -330,7 +331,7 @@ def _exit_is_step(exit_rule: Rule, step: Rule, call: RuleCall, ad: Adornment) ->
     rest = tuple(c for c in step.body if c is not call)
     tag = {**{x.name: f"?__x{i}" for i, x in enumerate(xs)}, **{z.name: f"?__z{i}" for i, z in enumerate(zs)}}
     tag_exit = {**{x.name: f"?__x{i}" for i, x in enumerate(ex)}, **{y.name: f"?__z{i}" for i, y in enumerate(ey)}}
-    return _canonical(rest, tag) == _canonical(exit_rule.body, tag_exit)
+    return canonical(rest, tag)[0] == canonical(exit_rule.body, tag_exit)[0]
 
 
 def rewrite(query: Query, rules: list[Rule], known: Iterable[str] = ()) -> tuple[Query, list[Rule]]:
