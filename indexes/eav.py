@@ -78,6 +78,7 @@ class Attribute:
     component: bool = False
     tuple_attrs: tuple[str, ...] = ()  # a composite tuple: derived from these attributes
     fulltext: bool = False  # searchable by words (``fulltext`` in queries)
+    doc: str | None = None  # ``:db/doc``
 
     def __post_init__(self) -> None:
         if not (isinstance(self.ident, str) and self.ident.startswith(":") and len(self.ident) > 1):

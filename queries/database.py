@@ -61,12 +61,13 @@ from queries.bind import Binder, Inputs, bind_inputs, input_key, plain_input
 from queries.aggregates import Groups
 from queries.circuits import CompiledView, compile_view
 from queries.datoms import Datom, datoms
-from queries.results import Change, Report, answer, pulled, shape, with_datom
+from queries.results import Change, Report, answer, pulled, shape, with_datoms
 from queries.pull import pull
 from queries.edn import Keyword, loads
 from queries.functions import Registry
 from queries.history import MemoryLog, as_of_store, detached, history_store, resolve_t, since_store
 from queries.parse import parse_query
+from queries.schema import SYSTEM, schema_datoms
 from queries.transact import bulk, resolve
 from wcoj.errors import QueryError, ReadOnlyError, SchemaError
 from wcoj.zset import ZSet
@@ -210,6 +211,8 @@ class Database:
         self.store.install(Attribute(TX_INSTANT, "instant"))
         self.store.install(Attribute(IDENT, "keyword", unique="identity"))
         self.store.install(Attribute(":db/doc", "string"))  # any entity's doc string
+        for attr in SYSTEM:  # an attribute's own datoms (queries.schema)
+            self.store.install(attr)
         self.views: dict[str, View] = {}
         self._names = itertools.count()
         self.n_tx = 0
@@ -559,8 +562,13 @@ class Database:
                     instant = max(datetime.now(timezone.utc), self._last_instant)
                     adds = np.concatenate([adds, [[tx_id, store.aid(TX_INSTANT),
                                                    store.interner.encode(instant), tx_id]]])
-                    tx_data = with_datom(tx_data, (tx_id, Keyword(TX_INSTANT), instant, True))
+                    tx_data = with_datoms(tx_data, [(tx_id, Keyword(TX_INSTANT), instant, True)])
                 installs = store.staged_installs()
+                if installs:  # the schema as datoms of the attributes' entities
+                    more, fewer, shown_ = schema_datoms(store, installs)
+                    adds = np.concatenate([adds, np.insert(more, 3, tx_id, axis=1)])
+                    retracts = np.concatenate([retracts, np.insert(fewer, 3, store.tx_of(fewer), axis=1)])
+                    tx_data = with_datoms(tx_data, shown_)
                 store.stage(tx, adds, retracts)
                 changes = {name: v._stage(store.changed) for name, v in self.views.items()}
                 rows = np.concatenate([np.insert(adds, 4, 1, axis=1), np.insert(retracts, 4, 0, axis=1)])

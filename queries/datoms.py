@@ -37,9 +37,10 @@ INDEXES = {":eavt": (0, 1, 2, 3), ":aevt": (1, 0, 2, 3), ":avet": (1, 2, 0, 3), 
 
 
 class Datom(NamedTuple):
-    """One datom: entity, attribute (its ident), value, transaction id, added."""
+    """One datom: entity (an attribute's as its ident), attribute (its ident), value,
+    transaction id, added."""
 
-    e: int
+    e: Any
     a: Any
     v: Any
     tx: int
@@ -76,14 +77,19 @@ def datoms(store: EavStore, index: Any, *components: Any) -> list[Datom]:
         else:
             want = int(c)
         rows = rows[rows[:, field] == want]
-    values = store.interner.decode(rows[:, 1:3]) if len(rows) else np.empty((0, 2), dtype=object)
-    out = [Datom(int(e), a, v, int(tx), True)
-           for (e, tx), (a, v) in zip(rows[:, [0, 3]].tolist(), values.tolist())]
+    # an attribute's own entity (queries.schema) is shown as its keyword, as ``q`` binds it
+    values = store.interner.decode(rows[:, 0:3]) if len(rows) else np.empty((0, 3), dtype=object)
+    out = [Datom(e, a, v, int(tx), True) for tx, (e, a, v) in zip(rows[:, 3].tolist(), values.tolist())]
     if name == ":vaet":
-        return sorted(out, key=lambda d: (d.v, str(d.a), d.e, d.tx))
-    key = {":eavt": lambda d: (d.e, str(d.a), d.v, d.tx), ":aevt": lambda d: (str(d.a), d.e, d.v, d.tx),
-           ":avet": lambda d: (str(d.a), d.v, d.e, d.tx)}[name]
+        return sorted(out, key=lambda d: (d.v, str(d.a), _e(d.e), d.tx))
+    key = {":eavt": lambda d: (_e(d.e), str(d.a), d.v, d.tx), ":aevt": lambda d: (str(d.a), _e(d.e), d.v, d.tx),
+           ":avet": lambda d: (str(d.a), d.v, _e(d.e), d.tx)}[name]
     try:
         return sorted(out, key=key)
     except TypeError:  # values of kinds Python does not order (maps): by id instead
         return out
+
+
+def _e(e: Any) -> tuple:
+    """An entity as a sort key: entity ids first, in order, then attributes by ident."""
+    return (0, e, "") if type(e) is int else (1, 0, str(e))

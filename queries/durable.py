@@ -250,7 +250,7 @@ class DatabaseLog(_Log):
         """Log transaction ``t`` in one SQLite transaction; return once it is durable."""
         values = [(vid, _value_text(vid, v)) for vid, v in store.interner.since(self.marks)]
         attrs = [(a.ident, json.dumps([a.value_type, a.many, a.unique, a.component,
-                                       list(a.tuple_attrs), a.fulltext]))
+                                       list(a.tuple_attrs), a.fulltext, a.doc]))
                  for a in installs]
         data = np.concatenate([np.full((len(rows), 1), t, np.int64), rows[:, :3], rows[:, 4:5]], axis=1)
 
@@ -291,9 +291,10 @@ def open_database(cls: type, path: Any, every: int):
         for vid, text in con.execute("SELECT id, text FROM vals ORDER BY id"):
             store.interner.restore(vid, _text_value(vid, text))
         for ident, spec in con.execute("SELECT ident, def FROM attrs ORDER BY rowid"):
-            vt, many, unique, component, *more = json.loads(spec)  # older logs: 4 fields
+            vt, many, unique, component, *more = json.loads(spec)  # older logs: 4 to 6 fields
             store.install(Attribute(ident, vt, many, unique, component,
-                                    tuple(more[0]) if more else (), bool(more[1:] and more[1])))
+                                    tuple(more[0]) if more else (), bool(more[1:] and more[1]),
+                                    more[2] if len(more) > 2 else None))
         log = DatabaseLog(root, con, every, store.interner.marks())
         snap_t, snap = log.latest_snapshot()
         log._drop_torn("tx", "datoms", "n_datoms", snap_t)
@@ -315,10 +316,25 @@ def open_database(cls: type, path: Any, every: int):
             except WcojError as e:
                 warnings.warn(f"view {name} of {root} not rebuilt: {e}", RuntimeWarning, stacklevel=2)
         db.log = log
+        _schema_datoms(db, [ident for (ident,) in con.execute("SELECT ident FROM attrs")])
         return db
     except BaseException:
         con.close()
         raise
+
+
+def _schema_datoms(db: Any, idents: list[str]) -> None:
+    """A log written before attributes had schema datoms (``queries.schema``): one
+    transaction writes those of every installed attribute that has none."""
+    store = db.store
+    missing = [store.attributes[i] for i in idents if not len(store.value_ids(":db/ident", store.aid(i)))]
+    if missing:
+        def restate() -> tuple:
+            for attr in missing:
+                store.stage_install(attr)
+            none = np.zeros((0, 4), dtype=np.int64)
+            return none, none, store.new_tx(), {}, []
+        db._tick(restate)
 
 
 def view_text(query: Any, inputs: tuple) -> tuple[str, str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from indexes.eav import EavStore
+from indexes.interner import TAG_SHIFT
 from queries.ast import PullAttr, PullJoin, PullPattern, PullRecursion, PullWildcard
 from queries.edn import Keyword
 from queries.parse import parse_pull
@@ -63,7 +64,7 @@ def pull(store: EavStore, eid: Any, pattern: Any, kind: str = "prev",
     out: dict[Keyword, Any] = {}
     for item in pattern.items:
         if isinstance(item, PullWildcard):
-            out[DB_ID] = eid
+            out[DB_ID] = _id(store, eid)
             for ident in store.attributes_of(eid, kind):
                 if Keyword(ident) not in out:
                     _put(out, store, eid, PullAttr(ident), None, pattern, kind, _seen)
@@ -71,10 +72,15 @@ def pull(store: EavStore, eid: Any, pattern: Any, kind: str = "prev",
             _put(out, store, eid, item.attr, item.pattern, pattern, kind, _seen)
         elif isinstance(item, PullAttr):
             if item.attr == DB_ID:
-                out[item.alias if item.alias is not None else DB_ID] = eid
+                out[item.alias if item.alias is not None else DB_ID] = _id(store, eid)
             else:
                 _put(out, store, eid, item, None, pattern, kind, _seen)
     return out
+
+
+def _id(store: EavStore, eid: int) -> Any:
+    """An entity's ``:db/id``: its id, or an attribute's ident (``queries.schema``)."""
+    return eid if eid < 1 << TAG_SHIFT else store.interner.decode_one(eid)
 
 
 def _put(out: dict, store: EavStore, eid: int, attr: PullAttr, sub: Any,

@@ -25,7 +25,7 @@ from queries.edn import Keyword, Symbol
 from queries.functions import compare
 from queries.pull import pull
 
-__all__ = ["Change", "Report", "answer", "shape", "pulled", "with_datom"]
+__all__ = ["Change", "Report", "answer", "shape", "pulled", "with_datoms"]
 
 
 class Change:
@@ -124,9 +124,9 @@ def shape(query: Query, rows: list) -> Any:
         return _sort(rows)
 
 
-def with_datom(tx_data, datom: tuple):
-    """``tx_data`` (a list, or a function giving one) with ``datom`` last."""
-    return (lambda: tx_data() + [datom]) if callable(tx_data) else tx_data + [datom]
+def with_datoms(tx_data, datoms: list):
+    """``tx_data`` (a list, or a function giving one) with ``datoms`` last."""
+    return (lambda: tx_data() + datoms) if callable(tx_data) else tx_data + datoms
 
 
 class Report:

@@ -9,6 +9,13 @@ tuple (``:db/tupleAttrs``) names 2 to 8 cardinality-one attributes; ``queries.tx
 keeps its values in step. ``SCHEMA_KEYS`` are the keys that describe an attribute rather
 than assert a datom.
 
+The schema is data too, as in Datomic: each attribute is the entity whose id is its
+keyword's, and the transaction that installs or alters it writes (and retracts) that
+entity's ``:db/ident``, ``:db/valueType``, ``:db/cardinality``, ``:db/unique``,
+``:db/isComponent``, ``:db/fulltext``, ``:db/tupleAttrs`` and ``:db/doc`` datoms
+(``schema_datoms``), plus ``[:db.part/db :db.install/attribute attr]``; a transaction
+cannot write them on its own (``check_schema_rows``).
+
 Relies on ``indexes.eav`` and ``queries.edn``; used by ``queries.transact``.
 
 >>> from queries.database import Database
@@ -25,10 +32,12 @@ from typing import Any
 import numpy as np
 
 from indexes.eav import Attribute, EavStore
+from indexes.interner import tag_of
 from queries.edn import Keyword
-from wcoj.errors import SchemaError
+from wcoj.errors import SchemaError, shown
 
-__all__ = ["install", "alter", "alter_map", "names_attribute", "is_ident", "SCHEMA_KEYS", "ALTERABLE"]
+__all__ = ["install", "alter", "alter_map", "names_attribute", "is_ident", "SCHEMA_KEYS", "ALTERABLE",
+           "SYSTEM", "FACTS", "facts", "schema_datoms", "check_schema_rows"]
 
 SCHEMA_KEYS = {":db/ident", ":db/valueType", ":db/cardinality", ":db/unique", ":db/doc",
                ":db/isComponent", ":db/index", ":db/fulltext", ":db/noHistory",
@@ -47,6 +56,102 @@ _RETRACTABLE = {":db/unique": None, ":db/isComponent": False, ":db/doc": None, "
                 ":db/noHistory": None}
 # keys a restated attribute may repeat as installed (an idempotent schema file): no change
 _RESTATED = {":db.install/_attribute", ":db/tupleTypes", ":db/tupleType", ":db/tupleAttrs"}
+
+
+# Schema as data, as in Datomic: an installed attribute is the entity whose id is its
+# keyword's (so ``[_ ?a _]`` and ``[?a :db/ident ?i]`` bind the same ``?a``), with the
+# datoms ``facts`` lists, written by the transaction that installs or alters it
+# (``schema_datoms``) and never by a datom of a transaction's own (``check_schema_rows``);
+# ``:db.part/db`` lists it under ``:db.install/attribute``. The built-in ``:db/...``
+# attributes have no such datoms.
+SYSTEM = (Attribute(":db/valueType", "keyword"), Attribute(":db/cardinality", "keyword"),
+          Attribute(":db/unique", "keyword"), Attribute(":db/isComponent", "boolean"),
+          Attribute(":db/fulltext", "boolean"), Attribute(":db/tupleAttrs", "tuple"),
+          Attribute(":db.install/attribute", "keyword", many=True))
+FACTS = (":db/ident", ":db/valueType", ":db/cardinality", ":db/unique", ":db/isComponent",
+         ":db/fulltext", ":db/tupleAttrs", ":db/doc")
+PARTITION = ":db.part/db"
+
+
+def facts(attr: Attribute) -> dict[str, Any]:
+    """The schema datoms of ``attr``: attribute -> value.
+
+    >>> sorted((k, str(v)) for k, v in facts(Attribute(":tags", "string", many=True, doc="labels")).items())
+    [(':db/cardinality', ':db.cardinality/many'), (':db/doc', 'labels'), (':db/ident', ':tags'), (':db/valueType', ':db.type/string')]
+    """
+    out: dict[str, Any] = {":db/ident": Keyword(attr.ident),
+                           ":db/valueType": Keyword(f":db.type/{attr.value_type}"),
+                           ":db/cardinality": Keyword(":db.cardinality/" + ("many" if attr.many else "one"))}
+    if attr.unique:
+        out[":db/unique"] = Keyword(f":db.unique/{attr.unique}")
+    if attr.component:
+        out[":db/isComponent"] = True
+    if attr.fulltext:
+        out[":db/fulltext"] = True
+    if attr.tuple_attrs:
+        out[":db/tupleAttrs"] = tuple(Keyword(a) for a in attr.tuple_attrs)
+    if attr.doc is not None:
+        out[":db/doc"] = attr.doc
+    return out
+
+
+def schema_datoms(store: EavStore, installs: list[Attribute]) -> tuple[np.ndarray, np.ndarray, list]:
+    """``(adds, retracts, datoms)`` that make the schema datoms of each attribute in
+    ``installs`` (staged in this transaction) say what it now is: ``(e, aid, v)`` id rows
+    against the live ones, and the same decoded as ``(e, attr, value, added)`` for the
+    report. An attribute whose datoms are missing (a log written before schema datoms)
+    gets them all."""
+    interner, kw = store.interner, store.keyword
+    adds: list[tuple[int, int, int]] = []
+    rets: list[tuple[int, int, int]] = []
+    out: list[tuple] = []
+    part, listed = store.aid(PARTITION), store.aid(":db.install/attribute")
+    installed = set(store.value_ids(":db.install/attribute", part).tolist())
+    for attr in installs:
+        e, want = store.aid(attr.ident), facts(attr)
+        for key in FACTS:
+            a, new = store.aid(key), want.get(key)
+            vid = None if new is None else interner.encode(new)
+            live = store.value_ids(key, e).tolist()
+            for v in live:
+                if v != vid:
+                    rets.append((e, a, v))
+                    out.append((kw(attr.ident), kw(key), interner.decode_one(v), False))
+            if vid is not None and vid not in live:
+                adds.append((e, a, vid))
+                out.append((kw(attr.ident), kw(key), new, True))
+        if e not in installed:
+            adds.append((part, listed, e))
+            out.append((kw(PARTITION), kw(":db.install/attribute"), kw(attr.ident), True))
+    if adds and not len(store.value_ids(":db/ident", part)):
+        adds.append((part, store.aid(":db/ident"), part))
+        out.append((kw(PARTITION), kw(":db/ident"), kw(PARTITION), True))
+    return (np.array(adds, dtype=np.int64).reshape(-1, 3), np.array(rets, dtype=np.int64).reshape(-1, 3),
+            out)
+
+
+def check_schema_rows(store: EavStore, rows: np.ndarray) -> None:
+    """Refuse datoms a transaction writes on its own that only installs and alterations
+    may write: any datom of the ``SYSTEM`` attributes, and the ``FACTS`` of an attribute
+    (``[:db/retractEntity :person/name]``, ``[:db/retract :person/name :db/ident ...]``)."""
+    if not len(rows):
+        return
+    system = np.array([store.aid(a.ident) for a in SYSTEM], dtype=np.int64)
+    ident = store.aid(":db/ident")
+    bad = np.isin(rows[:, 1], system) | (np.isin(rows[:, 1], [store.aid(k) for k in FACTS])
+                                         & (tag_of(rows[:, 0]) == tag_of(ident)))
+    if bad.any():
+        e, a, _ = (store.interner.decode_one(x) for x in rows[np.flatnonzero(bad)[0]].tolist())
+        raise SchemaError(f"[{e if isinstance(e, Keyword) else shown(e)} {a} ...]: "
+                          "schema datoms are written by installing or altering an attribute "
+                          "({:db/ident :x :db/valueType ...}, [:db/add :x :db/cardinality ...]), "
+                          "not asserted or retracted on their own; the transaction was not applied")
+
+
+def _doc(ident: str, doc: Any) -> str | None:
+    if doc is not None and not isinstance(doc, str):
+        raise SchemaError(f"attribute {ident}: :db/doc must be a string, got {shown(doc)}")
+    return doc
 
 
 def is_ident(x: Any) -> bool:
@@ -72,7 +177,7 @@ def install(store: EavStore, m: dict) -> None:
     attr = Attribute(ident, vt.split("/", 1)[1], card.endswith("many"),
                      str(unique).split("/", 1)[1] if unique else None,
                      bool(m.get(":db/isComponent")), _tuple_attrs(store, ident, vt, m),
-                     bool(m.get(":db/fulltext")))
+                     bool(m.get(":db/fulltext")), _doc(ident, m.get(":db/doc")))
     if attr.fulltext and attr.value_type != "string":
         raise SchemaError(f"attribute {ident}: :db/fulltext needs :db/valueType :db.type/string")
     old = store.attributes.get(ident)
@@ -107,6 +212,8 @@ def alter(store: EavStore, ident: str, changes: list[tuple[bool, str, Any]]) -> 
         m[":db/tupleAttrs"] = list(old.tuple_attrs)
     if old.fulltext:
         m[":db/fulltext"] = True
+    if old.doc is not None:
+        m[":db/doc"] = old.doc
     for added, key, value in changes:
         key = str(key)
         if key == ":db/ident":

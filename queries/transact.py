@@ -30,9 +30,11 @@ import numpy as np
 import numpy.typing as npt
 
 from indexes.eav import Attribute, EavStore
-from indexes.interner import BOOLEAN, TAG_SHIFT, ref_ids
+from indexes.interner import BOOLEAN, REF, TAG_SHIFT, ref_ids, tag_of
 from queries.edn import Keyword, Tagged
-from queries.schema import ALTERABLE, SCHEMA_KEYS, alter, alter_map, install, is_ident, names_attribute
+from queries.schema import (
+    ALTERABLE, SCHEMA_KEYS, alter, alter_map, check_schema_rows, install, is_ident, names_attribute,
+)
 from queries.txrules import apply_rules, owners
 from wcoj.errors import CasError, SchemaError, shown
 
@@ -150,6 +152,11 @@ def _expand(store: EavStore, data: list) -> _Forms:
                 raise SchemaError(f"{m[':db/ident']} has {', '.join(schema_keys)} but no "
                                   ":db/valueType: an attribute needs one; an entity named by "
                                   ":db/ident (an enumeration value) takes no schema keys")
+        elif not SCHEMA_KEYS.isdisjoint(m) and \
+                {str(_kw(k)) for k in m} & SCHEMA_KEYS - {":db/id", ":db/doc", ":db/ident"}:
+            raise SchemaError(f"{shown(m.get(':db/id'))} is not an attribute: a map with schema keys "
+                              "installs one ({:db/ident :x :db/valueType ...}) or alters one "
+                              "({:db/id :x :db/cardinality ...})")
         e = _tempid_key(m[":db/id"]) if ":db/id" in m else _TempId()
         if isinstance(e, list) and len(e) == 2:
             e = tuple(e)  # lookup ref
@@ -386,10 +393,12 @@ def resolve(store: EavStore, data: list):
     added = np.array(forms.added, dtype=bool)
     seq = 2 * np.arange(n, dtype=np.int64)
     _check_cas(store, forms, rows, ents, tempid_eids, idents)
+    check_schema_rows(store, rows)
     if special:
         extra = [_retract_entity(store, int(_decode_codes(np.array([c]), tempid_eids, ref_eids)[0]), idents, a)
                  for _, c, a in special]
         rows = np.concatenate([rows] + extra)
+        check_schema_rows(store, rows)
         added = np.concatenate([added] + [np.zeros(len(x), bool) for x in extra])
         seq = np.concatenate([seq] + [np.full(len(x), 2 * row - 1) for (row, _, _), x in
                                       zip(special, extra)])
@@ -509,6 +518,9 @@ def _retract_entity(store: EavStore, eid: int, idents: dict, attr: str | None = 
         idents[aid] = attr
         vids = store.value_ids(attr, eid)
         return np.stack([np.full(len(vids), eid), np.full(len(vids), aid), vids], axis=1).astype(np.int64)
+    if tag_of(eid) != REF:  # an attribute's entity (queries.schema)
+        raise SchemaError(f"[:db/retractEntity {store.interner.decode_one(eid)}]: an attribute is not "
+                          "retracted; retract its datoms instead; the transaction was not applied")
     todo, seen, out = [eid], set(), []
     refs = [a for a, s in store.attributes.items() if s.value_type == "ref"]
     while todo:
@@ -577,6 +589,7 @@ def bulk(store: EavStore, e: np.ndarray, attrs: np.ndarray, values: np.ndarray):
         vids[m] = _bulk_values(store, schema, values[m])
     tx = store.new_tx()
     rows = np.stack([e.astype(np.int64), aids, vids], axis=1).reshape(-1, 3)
+    check_schema_rows(store, rows)
     add, ret, _ = apply_rules(store, rows, np.ones(len(rows), dtype=bool), by_aid, tx,
                               report=False)
     return add, ret, tx

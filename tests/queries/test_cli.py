@@ -163,7 +163,7 @@ def test_db_create_transact_query_and_log(tmp_path, capsys):
                                             '["Up" true]']
     assert main(["db", "log", db]) == 0
     lines = _out(capsys)[0].splitlines()
-    assert lines[0] == "t\ttx\tinstant\tdatoms" and [x.split("\t")[3] for x in lines[1:]] == ["1", "5", "5"]
+    assert lines[0] == "t\ttx\tinstant\tdatoms" and [x.split("\t")[3] for x in lines[1:]] == ["11", "5", "5"]
     # errors: named, exit status 2, no traceback
     assert main(["db", "query", str(tmp_path / "nope"), q]) == 2
     assert "no database at" in _out(capsys)[1]

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pytest
 
 from queries.database import Database
-from queries.edn import Keyword
+from queries.edn import Keyword, loads
 from wcoj.errors import QueryError
 from tests.queries.datalog_oracle import MOVIES, Movies, reachable
 
@@ -38,7 +38,12 @@ def name_of(m, e):
 
 def test_load_gives_every_datom_once(db, movies):
     n_tx = db.q('[:find (count ?tx) . :where [?tx :db/txInstant]]')  # one datom per transaction
-    assert len(db.store.datoms.contents()) == len(movies.datoms) + n_tx
+    # per attribute of the schema file: the keys it states (Datomic's schema datoms, a
+    # cardinality one when not stated) and its :db.install/attribute; the partition's ident
+    schema = loads((MOVIES / "schema.edn").read_text())
+    n_schema = sum(len(set(map(str, m)) - {":db/id", ":db.install/_attribute"} | {":db/cardinality"}) + 1
+                   for m in schema) + 1
+    assert len(db.store.datoms.contents()) == len(movies.datoms) + n_tx + n_schema
     assert set(db.ids) == {e for e, _, _ in movies.datoms}
 
 
