@@ -208,17 +208,17 @@ def sorted_runs(keys: I64, merge: bool = False) -> tuple[I64, I64, I64]:
     return order, starts, p.unpack(packed[starts])
 
 
-def packed_sort(keys: I64, merge: bool = False) -> tuple[Packing, I64, I64] | None:
+def packed_sort(keys: I64, merge: bool = False, p: Packing | None = None) -> tuple[Packing, I64, I64] | None:
     """Stable row sort through a packing: ``(packing, order, packing.pack(keys)[order])``.
 
     None when the columns need more than 63 bits together (use ``np.lexsort`` then).
-    ``merge`` as in ``sorted_runs``.
+    ``merge`` as in ``sorted_runs``; ``p`` a packing of ``keys`` already made.
 
     >>> p, order, packed = packed_sort(np.array([[2, 1], [1, 5], [2, 1]]))
     >>> order.tolist(), p.unpack(packed).tolist()
     ([1, 0, 2], [[1, 5], [2, 1], [2, 1]])
     """
-    p = packing_for([keys])
+    p = p or packing_for([keys])
     if p is None:
         return None
     order, packed = _sort_packed(p.pack(keys), p.n_bits, merge)

@@ -29,7 +29,8 @@ from wcoj.errors import ArityMismatchError, InputError, WeightOverflowError
 from wcoj.kernels import zsets as wk
 from wcoj.kernels.memory import read_only
 from wcoj.kernels.zsets import SMALL_ROWS, merge_rows_into, sort_small_into
-from wcoj.rows import is_sorted_unique, packed_sort, sorted_runs
+from wcoj import config
+from wcoj.rows import is_sorted_unique, packed_sort, packing_for, sorted_runs
 
 __all__ = ["ZSet", "consolidate", "consolidate_sorted_parts", "checked_weights", "raise_overflow"]
 
@@ -134,8 +135,21 @@ def _sum_runs(keys: I64, weights: I64, merge: bool) -> tuple[I64, I64]:
 
     Weights are added in input order within a run (the sort is stable), and every partial
     sum is checked, so whether an extreme run overflows does not depend on the sort.
+    Many rows whose packed keys have few possible values (``config.DENSE_SUM_SLOTS``) are
+    summed in a table of one slot per key instead of sorted (``dense_sums_into``).
     """
-    ps = packed_sort(keys, merge) if keys.shape[1] else None
+    n = keys.shape[0]
+    p = packing_for([keys]) if keys.shape[1] else None
+    if p is not None and not merge and n >= config.RADIX_MIN_ROWS and \
+            p.n_bits <= config.DENSE_SUM_MAX_BITS and (1 << p.n_bits) <= config.DENSE_SUM_SLOTS * n:
+        packed = p.pack(keys)
+        size = 1 << p.n_bits
+        out_keys, sums = np.empty(min(n, size), dtype=np.int64), np.empty(min(n, size), dtype=np.int64)
+        m, bad = wk.dense_sums_into(packed, weights, np.zeros(size, dtype=np.int64), out_keys, sums)
+        if bad < 0:
+            return p.unpack(out_keys[:m]), sums[:m].copy()
+        # an overflow: the sort below names the first offending row in row order
+    ps = packed_sort(keys, merge, p) if p is not None else None
     if ps is None:
         order, starts, run_keys = sorted_runs(keys, merge=merge)
         w = weights[order]
@@ -149,7 +163,6 @@ def _sum_runs(keys: I64, weights: I64, merge: bool) -> tuple[I64, I64]:
             return run_keys, sums
         return run_keys[keep], sums[keep]
     p, order, packed = ps
-    n = keys.shape[0]
     pos, sums = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     w = weights[order]
     m, bad = wk.run_sums_into(packed, w, pos, sums)

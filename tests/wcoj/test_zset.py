@@ -383,3 +383,26 @@ def test_consolidate_sorted_parts_of_rows_without_columns():
     assert consolidate_sorted_parts(parts, 0).is_empty()
     z = consolidate_sorted_parts(parts[:1], 0)
     assert z.to_dict() == {(): 3}
+
+
+@given(st.sampled_from(["small", "small", "tight"]), st.integers(1, 3), st.data(), st.booleans())
+def test_a_dense_consolidation_equals_the_oracle(domain, arity, data, extreme):
+    """Many rows of few distinct keys are summed in a table, not sorted (``_sum_runs``
+    with ``config.RADIX_MIN_ROWS`` lowered so these small inputs take that route)."""
+    from wcoj import config
+    from wcoj.zset import _sum_runs
+    rows, ws = data.draw(raw(arity, DOMAINS[domain], extreme_weights if extreme else small_weights))
+    keys = np.array(rows, dtype=np.int64).reshape(len(rows), arity)
+    old = config.RADIX_MIN_ROWS, config.DENSE_SUM_SLOTS
+    config.RADIX_MIN_ROWS, config.DENSE_SUM_SLOTS = 0, 1 << 30   # every key space of up to 24 bits
+    try:
+        try:
+            expected = ref.consolidate(rows, ws)
+        except ref.Overflow as e:
+            with pytest.raises(WeightOverflowError, match=f"row {re.escape(str(e.row))}"):
+                _sum_runs(keys, np.array(ws, dtype=np.int64), merge=False)
+            return
+        k, w = _sum_runs(keys, np.array(ws, dtype=np.int64), merge=False)
+        assert checked(ZSet(k, w)) == expected
+    finally:
+        config.RADIX_MIN_ROWS, config.DENSE_SUM_SLOTS = old

@@ -17,7 +17,7 @@ from numba import njit
 from .memory import kernel, row_kernel
 
 __all__ = ["I64_MAX", "I64_MIN", "multiply_into", "segment_sum_into", "run_sums_into",
-           "sort_small_into", "radix_sort_into", "column_bounds_into", "pack_rows_into", "match_ranges_into", "merge_rows_into", "sum_adjacent_into", "cross_rows_into", "SMALL_ROWS"]
+           "sort_small_into", "radix_sort_into", "dense_sums_into", "column_bounds_into", "pack_rows_into", "match_ranges_into", "merge_rows_into", "sum_adjacent_into", "cross_rows_into", "SMALL_ROWS"]
 
 I64_MAX = np.iinfo(np.int64).max
 I64_MIN = np.iinfo(np.int64).min
@@ -116,6 +116,29 @@ def run_sums_into(keys, w, out_pos, out_sums):
             out_sums[m] = acc
             m += 1
         i = j
+    return m, -1
+
+
+@kernel
+def dense_sums_into(packed, w, table, out_keys, out_sums):
+    """Sum ``w`` per packed key by direct addressing (a perfect hash: ``table`` is a
+    caller-zeroed array of one slot per possible key, ``packed`` in ``[0, len(table))``),
+    then keep the non-zero sums in key order: ``out_keys[m]``, ``out_sums[m]``. Returns
+    ``(m, bad)``: how many were kept and the first input position whose running sum (in
+    input order, as a stable sort then ``run_sums_into`` adds them) leaves int64, or -1.
+    Linear in the rows plus the slots: no sort.
+    """
+    for i in range(packed.shape[0]):
+        s = packed[i]
+        if _add_overflows(table[s], w[i]):
+            return 0, i
+        table[s] += w[i]
+    m = 0
+    for s in range(table.shape[0]):
+        if table[s] != 0:
+            out_keys[m] = s
+            out_sums[m] = table[s]
+            m += 1
     return m, -1
 
 

@@ -268,3 +268,19 @@ def test_match_ranges_are_numpys_searchsorted(a, q):
     wk.match_ranges_into(a, q, lo, hi)
     assert lo.tolist() == np.searchsorted(a, q, "left").tolist()
     assert hi.tolist() == np.searchsorted(a, q, "right").tolist()
+
+
+@given(st.lists(st.tuples(st.integers(0, 15), int64s), max_size=40))
+def test_dense_sums_are_a_dict_sum_in_key_order_and_find_the_first_overflow(pairs):
+    packed, w = arr([k for k, _ in pairs]), arr([x for _, x in pairs])
+    out_k, out_s = np.empty(16, np.int64), np.empty(16, np.int64)
+    m, bad = wk.dense_sums_into(packed, w, np.zeros(16, np.int64), out_k, out_s)
+    acc: dict = {}
+    for i, (k, x) in enumerate(pairs):   # input order, every partial sum checked
+        if not ref.fits(acc.get(k, 0) + x):
+            assert bad == i
+            return
+        acc[k] = acc.get(k, 0) + x
+    assert bad == -1
+    want = sorted((k, s) for k, s in acc.items() if s)
+    assert list(zip(out_k[:m].tolist(), out_s[:m].tolist())) == want
