@@ -278,7 +278,7 @@ def _engine(n: int, src, dst, query: str) -> tuple[float, object]:
     db.load_datoms(np.arange(1, n + 1), ":name", np.array([f"p{i}" for i in range(n)], dtype=object))
     db.load_datoms(src, ":follows", dst)
     t0 = time.perf_counter()
-    out = requery_once(db, query, (FOLLOWS,))
+    out = requery_once(db, query, (FOLLOWS,), "q")
     return (time.perf_counter() - t0) * 1e3, out
 
 

@@ -145,9 +145,10 @@ class CompiledView:
         self.cols = cols
 
     # ------------------------------------------------------------------ feeding
-    def start(self, over: str = "prev") -> ZSet:
+    def start(self, over: str = "prev", keep: bool = True) -> ZSet:
         """Run the first tick over the committed state (``over="curr"``: the state with the
-        transaction's staged changes); the view's initial rows."""
+        transaction's staged changes); the view's initial rows (``keep=False``: the
+        circuit keeps no state, ``Circuit.step``)."""
         self.initial, self.over = True, over
         t0 = time.perf_counter()
         try:
@@ -155,7 +156,7 @@ class CompiledView:
                 if self._table.vars else {}
             if self._unit is not None:
                 given["unit"] = ZSet.from_rows([(0,)], arity=1)
-            z = self._step(given)
+            z = self._step(given, keep)
             self.refresh.first_tick(time.perf_counter() - t0, self._rows_read(over))
             return z
         finally:
@@ -166,7 +167,7 @@ class CompiledView:
         leaving the circuit as it was before (so a cached circuit answers ``q`` again, and
         holds no state between answers)."""
         try:
-            return self.start(over)
+            return self.start(over, keep=False)
         finally:
             self.root._state, self.root.time = None, 0
 
@@ -206,11 +207,11 @@ class CompiledView:
             n += sum(int(rel.delta.weights.sum()) for rel in self.relations.values())
         return n
 
-    def _step(self, given: dict) -> ZSet:
+    def _step(self, given: dict, keep: bool = True) -> ZSet:
         for sub in self._per_tick:
             sub.clear()
         try:
-            return self.root.step(given)["out"]
+            return self.root.step(given, keep=keep)["out"]
         except CircuitError as e:
             if "no fixed point" not in str(e):
                 raise

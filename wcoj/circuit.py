@@ -136,6 +136,7 @@ class Circuit:
         self._order: list[int] | None = None
         self._state: dict[int, Any] | None = None
         self._journal: dict[tuple[int, ...], tuple[Operator, Any]] = {}  # this step's staged states
+        self._keep = True  # root: whether this step's state is kept (step's keep)
         self.closed = False
         self.time = 0  # root: the next tick
 
@@ -464,7 +465,8 @@ class Circuit:
             if i >= self.max_iterations:
                 raise CircuitError(f"child circuit {'/'.join(map(str, self.path()))} reached no fixed point "
                                    f"within {i} iterations at time {parent_time!r}")
-        self._clock_end(state, extend(parent_time, 0), epoch_end=True)
+        if self._root()._keep:
+            self._clock_end(state, extend(parent_time, 0), epoch_end=True)
         out = {}
         for e, (j, mode) in enumerate(self._exports):
             out[e] = _sum_values(sums[e], self.nodes[j].schema) if mode == "sum" else last[e]
@@ -486,11 +488,14 @@ class Circuit:
                         break
         return soonest
 
-    def step(self, inputs: Mapping[Any, Any] | None = None) -> dict[str, Any]:
+    def step(self, inputs: Mapping[Any, Any] | None = None, *, keep: bool = True) -> dict[str, Any]:
         """Run one tick of the root circuit; returns ``{sink name: value}``.
 
         ``inputs`` maps a source (its name or its ``Stream``) to a ``ZSet`` (or
         ``IndexedZSet``); absent sources carry zero. Atomic: on any error, no state changes.
+        ``keep=False`` answers the tick and keeps nothing (``q``'s one tick): the circuit
+        stays as it was, and the traces are not compacted at the end of the tick and of
+        each child's epoch, work only later ticks would use.
         """
         if self.parent is not None:
             raise CircuitError("step the root circuit; a child runs inside its parent's step")
@@ -499,17 +504,22 @@ class Circuit:
         given = self._inputs(inputs or {})
         committed = self._state if self._state is not None else self._init_state()
         state = dict(committed)
-        self._journal = {}
+        self._journal, self._keep = {}, keep
         try:
             values = self._eval(self.time, given, state)
             self._latch(values, state)
-            self._clock_end(state, self.time, epoch_end=False)
+            if keep:
+                self._clock_end(state, self.time, epoch_end=False)
         except BaseException:
             for op, staged in self._journal.values():
                 op.rollback(staged)
             raise
         finally:
-            journal, self._journal = self._journal, {}
+            journal, self._journal, self._keep = self._journal, {}, True
+        if not keep:
+            for op, staged in journal.values():
+                op.rollback(staged)
+            return {name: values[j] for name, j in self._sinks.items()}
         self._state = state  # commit: everything above succeeded
         self.time += 1
         for op, staged in journal.values():

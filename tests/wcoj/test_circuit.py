@@ -1,6 +1,7 @@
 """The circuit runtime: evaluation order, ids, feedback, children and imports, fixed points,
 wiring errors, closing, and atomic steps (an overflowing tick changes no state)."""
 
+import networkx as nx
 import reference as ref
 import pytest
 from hypothesis import given
@@ -284,3 +285,28 @@ def test_commit_and_rollback_hooks_see_the_staged_state():
         c.step({"s": z([(1,)], [BIG])})
     c.step({"s": z([(3,)])})
     assert op.log == [("commit", 2), ("rollback", 3), ("commit", 3)]
+
+
+@given(graph_snapshots)
+def test_a_step_that_keeps_nothing_answers_as_a_kept_step_and_changes_nothing(snaps):
+    """``step(keep=False)`` (``q``'s one tick): the same output as a kept step, against
+    networkx's closure, at any tick; the state, time and mutable hooks as before."""
+    from wcoj.recursion import transitive_closure_circuit
+    c, kept = transitive_closure_circuit(), transitive_closure_circuit()
+    before = frozenset()
+    for after in snaps:
+        d = zdelta(before, after, 2)
+        state, t = c.state_snapshot(), c.time
+        peek = c.step({"edges": d}, keep=False)["closure"]
+        _same_state(state, c.state_snapshot())
+        assert c.time == t
+        out = c.step({"edges": d})["closure"]
+        assert out == peek == kept.step({"edges": d})["closure"]
+        now, was = _paths(nx.DiGraph(list(after))), _paths(nx.DiGraph(list(before)))
+        assert out.to_dict() == {**{p: 1 for p in now - was}, **{p: -1 for p in was - now}}
+        before = after
+
+
+def _paths(g) -> set:
+    """Pairs joined by a non-empty path (a node on a cycle reaches itself)."""
+    return {(a, b) for a in g for s in g.successors(a) for b in {s} | nx.descendants(g, s)}
