@@ -26,6 +26,9 @@ from wcoj.trace import Trace
 from wcoj.circuit import Circuit, Operator, Schema, Stream
 from wcoj.generic_join import Atom, IncrementalGenericJoin
 from wcoj.multiway import MultiwayJoin
+from wcoj.heap import retain_by_default as _retain_by_default
+
+_retain_by_default()  # large arrays reuse freed memory (wcoj.heap; WCOJ_RETAIN_HEAP=0: off)
 
 if _numba_config.DISABLE_JIT:
     # for debugging and coverage only: a process that keeps it set by mistake is told once
