@@ -55,13 +55,12 @@ import numpy as np
 from indexes.eav import Attribute, EavStore, tx_t
 from indexes.interner import check_depth
 from indexes.transaction import deferred_interrupts
-from queries.ast import FindPull, Query
-from indexes.index import Relation
+from queries.ast import Query
 from queries.bind import Binder, Inputs, bind_inputs, input_key, plain_input
-from queries.aggregates import Groups
 from queries.circuits import CompiledView, compile_view
-from queries.datoms import Datom, datoms
-from queries.results import Change, Report, answer, pulled, shape, with_datoms
+from queries.view import View
+from queries.datoms import Datom, datoms, entid, ident, index_range
+from queries.results import Change, Report, answer, with_datoms
 from queries.pull import pull
 from queries.edn import Keyword, loads
 from queries.functions import Registry
@@ -70,132 +69,12 @@ from queries.parse import parse_query
 from queries.schema import SYSTEM, schema_datoms
 from queries.transact import bulk, resolve
 from wcoj.errors import QueryError, ReadOnlyError, SchemaError
-from wcoj.zset import ZSet
 
 __all__ = ["Database", "View", "Report", "Change", "TX_INSTANT", "IDENT"]
 
 Q_CACHE = 64  # compiled circuits of q kept per database (least recently used first out)
 TX_INSTANT = ":db/txInstant"  # every transaction entity has one: its wall-clock instant
 IDENT = ":db/ident"  # an entity's keyword name (enumerations): unique, so [:db/ident :k] finds it
-
-class View:
-    """A query kept up to date: ``result()`` always equals ``db.q`` of the same query.
-
-    The query is compiled once to a DBSP circuit (``queries.circuits``) whose sources are
-    the attribute deltas of each transaction; its first tick ran over the database when the
-    view was registered, each transaction steps it. The answer is kept as interned ids in a
-    relation (no Python copy of it), aggregates as per-group state (``Groups``); rows are
-    decoded to Python values when read. Pulled maps are read from the current database
-    when the rows are read; a transaction's change lists the rows whose entity it touched.
-    """
-
-    def __init__(self, db: Database, name: str, query: Query, inputs: tuple):
-        self.db, self.name, self.query, self.inputs = db, name, query, inputs
-        self.circuit = db._compile(query, inputs)
-        if self.circuit.reads_log:
-            raise QueryError("tx-ids and tx-data read the log, which a transaction joins only "
-                             "after its views are updated: use q for them, not a view")
-        self.groups: Groups | None = None
-        self._answer: Relation | None = None
-        self._pulls = [i for i, e in enumerate(query.find.elements) if isinstance(e, FindPull)]
-        z = self.circuit.start()
-        if self.circuit.aggregated:
-            self.groups = Groups(query, self.circuit.cols, db.registry, db.store.interner)
-            self._group_change(z)
-        else:
-            self._answer = Relation(f"view {name}", z.arity)
-            self._answer.load(z)
-        self.mode = "circuit"
-        self.last_change = Change()
-        self._staged: tuple | None = None
-
-    def __repr__(self) -> str:
-        return f"View({self.name!r}, incremental circuit, rows={len(self._current())}, {self.circuit.refresh})"
-
-    def _decode(self, ids: np.ndarray, kind: str = "prev") -> list:
-        rows = [tuple(r) for r in self.db.store.interner.decode(ids).tolist()] if len(ids) else []
-        if self._pulls:
-            rows = pulled(self.db.store, self.query, rows, kind, self.inputs)
-        return rows
-
-    def _current(self) -> list:
-        if self.groups is not None:
-            return self.groups.rows()
-        return self._decode(self._answer.contents().keys)
-
-    def result(self) -> Any:
-        """The current answer, shaped by the find spec like ``Database.q``."""
-        return shape(self.query, self._current())
-
-    def _group_change(self, z: Any) -> tuple[Change, Any]:
-        removed, added, undo = self.groups.apply(z)
-        return Change(added, removed), undo
-
-    def _stage(self, changed: set[str]) -> Change:
-        self._staged = None
-        stepped = self.circuit.step()
-        if stepped is None:
-            z, undo = None, None
-        else:
-            z, undo, whole = stepped
-            if whole:  # the new answer (queries.refresh): the change is new - old
-                z = z.minus(self._rows())
-        if self.groups is not None:
-            if z is None:
-                return Change()
-            self._staged = ("groups", None, undo)  # circuit undo first: groups may raise
-            ch, gundo = self._group_change(z)
-            self._staged = ("groups", gundo, undo)
-            return ch
-        self._staged = ("answer", None, undo)
-        if z is not None and len(z):
-            self._answer.stage(z)
-        if self._pulls:
-            return self._pull_change(z)
-        if z is None:
-            return Change()
-        return Change(z.keys[z.weights > 0], z.keys[z.weights < 0], self._decode)
-
-    def _rows(self) -> ZSet:
-        """The committed answer as ``:find`` (+ ``:with``) id rows."""
-        if self.groups is None:
-            return self._answer.contents()
-        return self.groups.id_rows()
-
-    def _pull_change(self, z: Any) -> Change:
-        """The rows gained and lost, and the rows whose pulled entity the transaction
-        touched (old maps out, new maps in); decoded now, while both states exist."""
-        touched = self.db.store.datoms.delta.keys[:, 0]  # entities with a datom changed
-        before = self._answer.contents().keys
-        hit = np.zeros(len(before), dtype=bool)
-        for i in self._pulls:
-            hit |= np.isin(before[:, i], touched)
-        added = z.keys[z.weights > 0] if z is not None else before[:0]
-        removed = z.keys[z.weights < 0] if z is not None else before[:0]
-        gone = {tuple(r) for r in removed.tolist()}
-        still = np.array([r for r in before[hit].tolist() if tuple(r) not in gone],
-                         dtype=np.int64).reshape(-1, before.shape[1])
-        return Change(self._decode(np.concatenate([added, still]), "curr"),
-                      self._decode(np.concatenate([removed, still]), "prev"))
-
-    def _commit(self, change: Change) -> None:
-        if self._staged is not None and self._staged[0] == "answer":
-            self._answer.commit()
-        self._staged = None
-        self.last_change = change
-
-    def _rollback(self) -> None:
-        """The transaction failed: forget the staged change (and undo a stepped circuit)."""
-        if self._staged is not None:
-            kind, state, undo = self._staged
-            if kind == "groups" and state is not None:
-                self.groups.undo(state)
-            if kind == "answer":
-                self._answer.rollback()
-            if undo is not None:
-                self.circuit.undo(undo)
-        self._staged = None
-
 
 class Database:
     """A Datomic-style database of datoms with queries and incrementally maintained views.
@@ -219,6 +98,7 @@ class Database:
         self.log = MemoryLog()
         self._circuits: OrderedDict = OrderedDict()  # q's compiled circuits (_cached)
         self.read_only: str | None = None   # what this value is, when it is one (as_of...)
+        self._basis: int | None = None   # an as_of value's t (basis_t)
         self._last_instant = datetime.fromtimestamp(0, timezone.utc)
 
     @classmethod
@@ -273,8 +153,10 @@ class Database:
         """
         with self.store.lock:
             t = resolve_t(self.log, t)
-            return self._value(as_of_store(self.store, self.log, t), self.log, f"as_of t={t}",
-                               self.registry)
+            value = self._value(as_of_store(self.store, self.log, t), self.log, f"as_of t={t}",
+                                self.registry)
+            value._basis = min(t, self.basis_t())
+            return value
 
     def since(self, t: Any) -> Database:
         """The datoms live now that transactions after ``t`` asserted (read-only)."""
@@ -320,6 +202,28 @@ class Database:
         ``:avet``, ``:vaet``) whose leading fields are ``components`` (``queries.datoms``)."""
         with self.store.lock:
             return datoms(self.store, index, *components)
+
+    def index_range(self, attr: Any, start: Any = None, end: Any = None) -> list[Datom]:
+        """Datomic's ``index-range``: the live datoms of ``attr`` with ``start <= value <
+        end`` (``None``: open), in value order (``queries.datoms.index_range``)."""
+        with self.store.lock:
+            return index_range(self.store, attr, start, end)
+
+    def entid(self, x: Any) -> Any:
+        """The entity ``x`` names (id, ident or lookup ref), None if none; an attribute's
+        entity is its keyword (Datomic's ``entid``)."""
+        with self.store.lock:
+            return entid(self.store, x)
+
+    def ident(self, x: Any) -> Any:
+        """The keyword naming entity ``x`` (its ``:db/ident``), or None (Datomic's ``ident``)."""
+        with self.store.lock:
+            return ident(self.store, x)
+
+    def basis_t(self) -> int:
+        """The ``t`` of the last transaction in this value (0 before any; an ``as_of``
+        value's own ``t``), as ``as_of`` takes it."""
+        return self._basis if self._basis is not None else self.store.next_tx - 1
 
     def transactions(self) -> list[tuple[int, datetime, int]]:
         """``(t, instant, n_datoms)`` of every transaction in the log, in order."""

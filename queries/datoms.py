@@ -27,10 +27,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from indexes.eav import EavStore
+from indexes.interner import TAG_SHIFT
+from queries.edn import Keyword
 from queries.transact import _check_value, entity_id
 from wcoj.errors import QueryError, excerpt
 
-__all__ = ["Datom", "datoms", "INDEXES"]
+__all__ = ["Datom", "datoms", "index_range", "entid", "ident", "INDEXES"]
 
 # per index: the datom fields (e, a, v, tx) in its order
 INDEXES = {":eavt": (0, 1, 2, 3), ":aevt": (1, 0, 2, 3), ":avet": (1, 2, 0, 3), ":vaet": (2, 1, 0, 3)}
@@ -93,3 +95,46 @@ def datoms(store: EavStore, index: Any, *components: Any) -> list[Datom]:
 def _e(e: Any) -> tuple:
     """An entity as a sort key: entity ids first, in order, then attributes by ident."""
     return (0, e, "") if type(e) is int else (1, 0, str(e))
+
+
+def index_range(store: EavStore, attr: Any, start: Any = None, end: Any = None) -> list[Datom]:
+    """Datomic's ``index-range``: the live datoms of ``attr`` whose value ``v`` has
+    ``start <= v < end`` (``None``: open), in ``:avet`` order. Bounds are values of the
+    attribute's type (entities, by id, ident or lookup ref, for a ref attribute); a value
+    type without an order (tuples) is refused.
+
+    >>> from queries.database import Database
+    >>> db = Database()
+    >>> _ = db.transact('[{:db/ident :n :db/valueType :db.type/long}]')
+    >>> _ = db.transact([{":n": x} for x in (5, 1, 9, 3)])
+    >>> [d.v for d in db.index_range(":n", 2, 9)], [d.v for d in db.index_range(":n", 5)]
+    ([3, 5], [5, 9])
+    """
+    schema = store.attribute(str(attr))  # UnknownAttributeError names it
+    if schema.value_type == "tuple":
+        raise QueryError(f"index_range: {schema.ident} holds tuples, which have no order here")
+
+    def bound(x: Any) -> Any:
+        if x is None:
+            return None
+        return entity_id(store, x) if schema.value_type == "ref" else _check_value(schema, x)
+    lo, hi = bound(start), bound(end)
+    return [d for d in datoms(store, ":avet", schema.ident)
+            if (lo is None or d.v >= lo) and (hi is None or d.v < hi)]
+
+
+def entid(store: EavStore, x: Any) -> Any:
+    """Datomic's ``entid``: the entity ``x`` names (an id, an ident keyword, a lookup ref),
+    or None when no entity has that ident or unique value; an attribute's entity is its
+    keyword, as ``q`` shows it (``queries.schema``)."""
+    e = entity_id(store, x)
+    if e < 0:
+        return None
+    return e if e < 1 << TAG_SHIFT else store.interner.decode_one(e)
+
+
+def ident(store: EavStore, x: Any) -> Keyword | None:
+    """Datomic's ``ident``: the keyword that names entity ``x`` (``:db/ident``), or None."""
+    e = entity_id(store, x)
+    vals = store.values(":db/ident", e) if e >= 0 else []
+    return vals[0] if vals else None

@@ -273,14 +273,7 @@ class _Entities:
         if (t is str or t is Keyword) and is_ident(x):
             x, t = (":db/ident", Keyword(x)), tuple
         if t is str or t is Tagged or t is _TempId:
-            if isinstance(x, Tagged):
-                x = _tempid_key(x)
-            i = self.tempids.get(x)
-            if i is None:
-                i = self.tempids[x] = len(self.tempids)
-            if entity:
-                self.as_entity.add(i)
-            return -1 - 2 * i
+            return self._tempid(_tempid_key(x) if t is Tagged else x, entity)
         if (t is list or t is tuple) and len(x) == 2:
             try:   # the ident as written: ":a" and Keyword(":a") are one key
                 key = (x[0], type(x[1]), x[1])
@@ -293,13 +286,22 @@ class _Entities:
             return -2 - 2 * j
         if t is int or (isinstance(x, np.integer) and t is not bool):
             x = int(x)
-            if x <= 0:
-                raise SchemaError(f"bad entity {shown(x)}; expected an entity id, a tempid or a "
-                                  "lookup ref")
+            if x < 0:   # a negative number is a tempid (as in DataScript)
+                return self._tempid(x, entity)
+            if x == 0:
+                raise SchemaError("bad entity 0; expected an entity id, a tempid or a lookup ref")
             if x >= self.next_eid:
                 raise SchemaError(f"entity id {shown(x)} does not exist; use a tempid for new entities")
             return x
         raise SchemaError(f"bad entity {shown(x)}; expected an entity id, a tempid or a lookup ref")
+
+    def _tempid(self, key: Any, entity: bool) -> int:
+        i = self.tempids.get(key)
+        if i is None:
+            i = self.tempids[key] = len(self.tempids)
+        if entity:
+            self.as_entity.add(i)
+        return -1 - 2 * i
 
     def resolve_refs(self) -> I64:
         """The entity of every lookup ref, one ``owners`` lookup per attribute."""
@@ -420,10 +422,11 @@ def _entity_codes(xs: list, ents: _Entities, next_eid: int, entity: bool) -> I64
         except OverflowError:
             out = None
         if out is not None:
-            bad = np.flatnonzero((out <= 0) | (out >= next_eid))
-            for i in bad.tolist():
-                ents.code(xs[i], entity)  # raises
-            return out
+            if not (out < 0).any():   # negative numbers are tempids: coded below
+                bad = np.flatnonzero((out == 0) | (out >= next_eid))
+                for i in bad.tolist():
+                    ents.code(xs[i], entity)  # raises
+                return out
     code = ents.code
     return np.array([x if type(x) is int and 0 < x < next_eid else code(x, entity) for x in xs],
                     dtype=np.int64).reshape(-1)
