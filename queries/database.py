@@ -60,6 +60,7 @@ from queries.bind import Binder, Inputs, bind_inputs, input_key, plain_input
 from queries.circuits import CompiledView, compile_view
 from queries.view import View
 from queries.datoms import Datom, datoms, entid, ident, index_range
+from queries.entity import entity
 from queries.results import Change, Report, answer, with_datoms
 from queries.pull import pull
 from queries.edn import Keyword, loads
@@ -208,6 +209,12 @@ class Database:
         end`` (``None``: open), in value order (``queries.datoms.index_range``)."""
         with self.store.lock:
             return index_range(self.store, attr, start, end)
+
+    def entity(self, x: Any) -> Any:
+        """Datomic's ``entity``: a lazy read-only map of entity ``x`` (id, ident or lookup
+        ref) at this database value, walked through its refs (``queries.entity``); None
+        when an ident or lookup ref names no entity."""
+        return entity(self, x)
 
     def entid(self, x: Any) -> Any:
         """The entity ``x`` names (id, ident or lookup ref), None if none; an attribute's
