@@ -111,6 +111,7 @@ class EavStore:
         self._staged_attrs: dict[str, Attribute] = {}
         self._staged_counters: tuple[int, int] | None = None
         self.changed: set[str] = set()   # attributes whose relation has a staged delta
+        self.memo: dict = {}   # values the layers above derive once per store (queries.schema)
 
     def __repr__(self) -> str:
         return f"EavStore(attributes={len(self.attributes)}, datoms={len(self.datoms.contents())})"

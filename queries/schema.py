@@ -136,16 +136,29 @@ def check_schema_rows(store: EavStore, rows: np.ndarray) -> None:
     (``[:db/retractEntity :person/name]``, ``[:db/retract :person/name :db/ident ...]``)."""
     if not len(rows):
         return
-    system = np.array([store.aid(a.ident) for a in SYSTEM], dtype=np.int64)
-    ident = store.aid(":db/ident")
-    bad = np.isin(rows[:, 1], system) | (np.isin(rows[:, 1], [store.aid(k) for k in FACTS])
-                                         & (tag_of(rows[:, 0]) == tag_of(ident)))
+    system, facts, keyword_tag = _aids(store)
+    a = rows[:, 1]
+    present = set(a.tolist()) if len(a) <= 64 else set(np.unique(a).tolist())
+    if present.isdisjoint(system) and present.isdisjoint(facts):  # the common case
+        return
+    bad = np.isin(a, list(system)) | (np.isin(a, list(facts)) & (tag_of(rows[:, 0]) == keyword_tag))
     if bad.any():
         e, a, _ = (store.interner.decode_one(x) for x in rows[np.flatnonzero(bad)[0]].tolist())
         raise SchemaError(f"[{e if isinstance(e, Keyword) else shown(e)} {a} ...]: "
                           "schema datoms are written by installing or altering an attribute "
                           "({:db/ident :x :db/valueType ...}, [:db/add :x :db/cardinality ...]), "
                           "not asserted or retracted on their own; the transaction was not applied")
+
+
+def _aids(store: EavStore) -> tuple[frozenset, frozenset, int]:
+    """The ids of the ``SYSTEM`` and ``FACTS`` attributes, and the keyword tag (an
+    attribute's entity id has it), made once per store and interner."""
+    memo = store.memo.get("schema")
+    if memo is None or memo[0] is not store.interner:
+        memo = store.memo["schema"] = (store.interner, frozenset(store.aid(a.ident) for a in SYSTEM),
+                                       frozenset(store.aid(k) for k in FACTS),
+                                       int(tag_of(store.aid(":db/ident"))))
+    return memo[1:]
 
 
 def _doc(ident: str, doc: Any) -> str | None:
