@@ -163,8 +163,8 @@ class _Duck:
 
     def change(self, ops) -> tuple[float, int]:
         import pandas as pd
-        adds = pd.DataFrame([(a, b) for op, a, b in ops if op == ":db/add"], columns=["a", "b"])
-        dels = pd.DataFrame([(a, b) for op, a, b in ops if op != ":db/add"], columns=["a", "b"])
+        adds = pd.DataFrame([(a, b) for op, a, b in ops if op == ":db/add"], columns=["a", "b"])  # noqa: F841
+        dels = pd.DataFrame([(a, b) for op, a, b in ops if op != ":db/add"], columns=["a", "b"])  # noqa: F841
         t0 = time.perf_counter()
         self.con.execute("DELETE FROM r WHERE (a, b) IN (SELECT a, b FROM dels)")
         self.con.execute("INSERT INTO r SELECT * FROM adds")

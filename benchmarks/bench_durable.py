@@ -65,7 +65,7 @@ def _duckdb_log(path: Path):
     con.execute("CREATE TABLE datoms(t BIGINT, e BIGINT, a BIGINT, v BIGINT, added BIGINT)")
 
     def append(t: int, rows: np.ndarray) -> None:
-        batch = pa.table({c: rows[:, i] for i, c in enumerate(("t", "e", "a", "v", "added"))})
+        batch = pa.table({c: rows[:, i] for i, c in enumerate(("t", "e", "a", "v", "added"))})  # noqa: F841
         con.execute("BEGIN TRANSACTION")
         con.execute("INSERT INTO tx VALUES (?, ?, ?)", (t, time.time_ns() // 1000, len(rows)))
         con.execute("INSERT INTO datoms SELECT * FROM batch")  # the arrow table, no Python loop

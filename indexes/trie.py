@@ -35,7 +35,7 @@ import numpy.typing as npt
 from wcoj import config
 from wcoj.errors import ArityMismatchError, WeightOverflowError
 from wcoj.rows import row_order
-from wcoj.tables import (NEED_ROOM, OK, OVERFLOW, MutableTable, Stack, TableBlock, apply_rows, prefix_ranges, read_only,
+from wcoj.tables import (NEED_ROOM, OK, MutableTable, Stack, TableBlock, apply_rows, prefix_ranges, read_only,
                          row_weights)
 from wcoj.zset import ZSet
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from wcoj.circuit import Circuit, Stream
 from wcoj.operators import distinct_nested, incremental_join
 from wcoj.rows import Columns
-from wcoj.zset import ZSet
+from wcoj.zset import ZSet  # noqa: F401  (the doctests use it)
 
 __all__ = ["reachability_circuit", "transitive_closure_circuit", "closure"]
 

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from queries.graph import Graph, StreamError
-from queries.patterns import conjunctive, cycle
+from queries.patterns import conjunctive
 from wcoj import config
 
 PATTERNS = {

@@ -28,7 +28,7 @@ import numpy as np
 from wcoj.circuit import Context, Operator, Schema
 from wcoj.errors import CircuitError
 from wcoj.time import as_row
-from wcoj.zset import ZSet
+from wcoj.zset import ZSet  # noqa: F401  (the doctests use it)
 
 __all__ = ["Map", "Filter", "IndexWith", "Inspect", "Negate", "Plus", "Minus", "Consolidate",
            "Z1", "Integrate", "Differentiate", "infer_arity"]
