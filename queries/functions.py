@@ -360,8 +360,17 @@ def call(name: str, args: list[Any], registry: Registry | None = None) -> Any:
     except QueryError:
         raise
     except (TypeError, ValueError, ZeroDivisionError, AttributeError, re2.error) as e:
-        shown = excerpt(" ".join(excerpt(repr(a), quote=False) for a in args), quote=False)
-        raise QueryError(f"({name} {shown}) failed: {excerpt(str(e), quote=False)}") from e
+        shown = excerpt(" ".join(excerpt(str(a) if isinstance(a, Keyword) else repr(a), quote=False)
+                                 for a in args), quote=False)
+        why = excerpt(str(e), quote=False)
+        if isinstance(e, TypeError):  # name the kinds of values it got
+            why = "arguments of type " + ", ".join(_KIND.get(type(a).__name__, type(a).__name__)
+                                                   for a in args) + f" ({why})"
+        raise QueryError(f"({name} {shown}) failed: {why}") from e
+
+
+_KIND = {"int": "long", "float": "double", "str": "string", "Keyword": "keyword", "bool": "boolean",
+         "datetime": "instant", "NoneType": "nil"}
 
 
 # ---------------------------------------------------------------------------- aggregates

@@ -323,3 +323,16 @@ def test_every_engine_error_keeps_a_bounded_message():
     e = QueryError("bad " + "y" * 10 ** 6 + " at the end")
     assert len(str(e)) < MESSAGE_CHARS + 60
     assert str(e).startswith("bad yyy") and str(e).endswith("y at the end")
+
+
+def test_a_function_on_values_of_the_wrong_kind_names_the_kinds():
+    """``(even? ?e)`` where ``?e`` is an attribute's entity (a keyword): a typed error that
+    says which kinds of values the function got, keywords shown as written."""
+    from queries.database import Database
+    db = Database()
+    db.transact('[{:db/ident :name :db/valueType :db.type/string}]')
+    db.transact('[{:name "Ann"}]')
+    with pytest.raises(QueryError, match=r"\(even\? :db\.part/db\) failed: arguments of type keyword"):
+        db.q('[:find ?e :where [?e ?a] [(even? ?e)]]')
+    with pytest.raises(QueryError, match=r"\(\+ 'Ann' 1\) failed: arguments of type string, long"):
+        db.q('[:find ?x :where [?e :name ?n] [(+ ?n 1) ?x]]')
