@@ -50,7 +50,7 @@ from wcoj.errors import ArityMismatchError, PerformanceWarning, QueryError, Unbo
 from wcoj.extenders import IncrementalSource
 from wcoj.plan import Atom, _apply_filters, _is_var, _Level, _plan, choose_order
 from wcoj.kernels import zsets as wk
-from wcoj.kernels.count import count_tail
+from wcoj.kernels.count import count_tail, list_tail
 from wcoj.kernels.program import SCOL, SN, SUNIT, TOO_BIG, levels_from, slot_table
 from wcoj.program import TermsProgram, skeleton
 from wcoj.kernels.store import prefix_ranges
@@ -122,15 +122,20 @@ class _TrieRun:
         """The count, or ``(bound, w)`` blocks (an iterator) of the result's rows."""
         plan = self.plan
         n = len(plan)
-        S, shape, lo, hi, stats = self._program(count_only)
+        S, shape, lo, hi, stats = self._program(True)
         prog = (S,) + shape
         pauses = [i + 1 for i, lv in enumerate(plan) if not lv.in_kernel]  # a Python filter there
-        tail = count_only and n >= 2 and not any(p > n - 2 for p in pauses)
+        tail = n >= 2 and not any(p > n - 2 for p in pauses)
+        mark = self._mark(prog, stats, n, None) if tail and not count_only else (-1, 0, 0)
+        if not count_only and mark[0] < 0:
+            tail = False  # rows: the last two levels are listed by the byte map, or level by level
         stop = n - 2 if tail else n
         start = (np.zeros((1, 0), dtype=np.int64), np.ones(1, dtype=np.int64), lo.reshape(1, -1).copy(),
                  hi.reshape(1, -1).copy())
         blocks = self._through(prog, start, [p for p in pauses if p <= stop] + [stop])
         if not count_only:
+            if tail:
+                return (block for fr in blocks for block in self._list(prog, mark, fr))
             return ((b, w) for b, w, _, _ in blocks)
         if not tail:
             return _checked_total(np.array([_checked_total(w) for _, w, _, _ in blocks], dtype=np.int64))
@@ -170,6 +175,19 @@ class _TrieRun:
         for a, b in ((0, n // 2), (n // 2, n)):
             yield from self._extend(prog, (bound[a:b], w[a:b], LO[a:b], HI[a:b]), stop)
 
+    @staticmethod
+    def _list(prog, mark, fr) -> Iterator[tuple]:
+        """``list_tail`` of the frontier ``fr`` (two levels before the end): its rows in
+        blocks of about ``SLICE_ROWS``."""
+        bound, w, LO, HI = fr
+        r = 0
+        while r < bound.shape[0]:
+            r, rows, weights, m = list_tail(*prog, bound, w, LO, HI, *mark, r, config.SLICE_ROWS)
+            if r < 0:
+                raise WeightOverflowError(
+                    f"a weight product under prefix {bound[-1 - r].tolist()} does not fit in int64")
+            yield rows[:m], weights[:m]
+
     def _count(self, prog, stats, fr) -> int:
         """``count_tail`` of the frontier ``fr`` (two levels or one before the end), on
         threads when it is large."""
@@ -205,7 +223,8 @@ class _TrieRun:
         side's values span at most ``MARK_SPAN`` (one map per share, cleared per row).
         """
         S, level_slots, level_atoms, ne_off = prog[0], prog[1], prog[2], prog[7]
-        if n_levels < 2 or n_rows < config.COUNT_SHARE_ROWS or ne_off[-1] != ne_off[-2]:
+        few = n_rows is not None and n_rows < config.COUNT_SHARE_ROWS  # (None: listing, always)
+        if n_levels < 2 or few or ne_off[-1] != ne_off[-2]:
             return -1, 0, 0  # (an != on the last variable needs every match looked at)
         t0, t1 = int(level_slots[-2]), int(level_slots[-1])
         p0, p1 = int(level_slots[-3]), int(level_slots[-2])

@@ -62,10 +62,14 @@ r_rows = st.dictionaries(st.tuples(nodes, nodes), weights, max_size=12)
 s_rows = st.dictionaries(st.tuples(nodes, st.integers(0, 2), nodes), weights, max_size=14)
 
 
+r_sets = st.dictionaries(st.tuples(nodes, nodes), st.just(1), max_size=14)
+s_sets = st.dictionaries(st.tuples(nodes, st.integers(0, 2), nodes), st.just(1), max_size=14)
+
+
 @st.composite
-def queries(draw):
+def queries(draw, sets=False):
     name = draw(st.sampled_from(sorted(QUERIES)))
-    data = {"R": draw(r_rows), "S": draw(s_rows)}
+    data = {"R": draw(r_sets if sets else r_rows), "S": draw(s_sets if sets else s_rows)}
     rels = {n: relation(n, rows) for n, rows in data.items()}
     spec = [(rels[r], terms) for r, terms in QUERIES[name]]
     variables = sorted({t for _, terms in spec for t in terms if isinstance(t, str)})
@@ -167,6 +171,65 @@ def test_filters_equal_nested_loops_with_the_predicate(q, which):
         assert generic_join(atoms, order, output, fused=fused, filters=filters).to_dict() == want
         assert generic_join(atoms, order, count_only=True, fused=fused, filters=filters) == \
             sum(oracle(spec, data, order, pyfilters).values())
+
+
+@settings(max_examples=60)
+@given(queries(sets=True), st.sampled_from(["none", "<", "!=", "both"]), st.integers(1, 4))
+def test_sets_list_like_nested_loops_through_the_byte_map(q, which, slice_rows):
+    """Relations that are sets list their last two levels with ``list_tail`` (a byte map
+    of the fixed side, probed per match) when the shape allows; in tiny slices too."""
+    name, data, spec, order, output = q
+    v = sorted({t for _, terms in spec for t in terms if isinstance(t, str)})
+    filters, pyfilters = [], []
+    if which in ("<", "both"):
+        filters.append(((v[0], v[-1]), np.less))
+        pyfilters.append(((v[0], v[-1]), lambda a, b: a < b))
+    if which in ("!=", "both") and len(v) > 2:
+        filters.append(((v[1], v[-1]), np.not_equal))
+        pyfilters.append(((v[1], v[-1]), lambda a, b: a != b))
+    want = oracle(spec, data, output, pyfilters)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(config, "SLICE_ROWS", slice_rows)
+        got = generic_join(atoms_for(spec, order), order, output, fused=True, filters=filters)
+    got.check()
+    assert got.to_dict() == want
+
+
+def test_a_set_triangle_lists_its_last_two_levels_by_the_byte_map(monkeypatch):
+    import wcoj.generic_join as gj
+    calls = []
+    real = gj.list_tail
+    monkeypatch.setattr(gj, "list_tail", lambda *a: calls.append(a[-2]) or real(*a))
+    E = relation("E", {(a, b): 1 for a in range(6) for b in range(6) if (a * 7 + b * 3) % 4})
+    spec = [(E, ("a", "b")), (E, ("b", "c")), (E, ("a", "c"))]
+    want = oracle(spec, {"E": {k: 1 for k in E.contents().to_dict()}}, list("abc"))
+    assert generic_join(atoms_for(spec, "abc"), "abc", fused=True).to_dict() == want and want
+    assert calls   # the byte-map route ran
+    monkeypatch.setattr(config, "SLICE_ROWS", 2)   # and resumed between frontier rows
+    calls.clear()
+    assert generic_join(atoms_for(spec, "abc"), "abc", fused=True).to_dict() == want
+    assert len(calls) > 1 and calls[0] == 0
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(0, 2 ** 32), st.sampled_from(["triangle", "4-cycle"]), st.booleans(), st.booleans())
+def test_larger_set_graphs_list_like_nested_loops(seed, name, lt, dense):
+    """Graphs of hundreds of rows (output buffers that must grow, a dense level 0 read
+    directly or a sparse one searched), optionally with the ``<`` filter of an ordered
+    triangle or cycle on its first and last variables."""
+    rng = np.random.default_rng(seed)
+    ids = np.arange(100) if dense else rng.choice(10 ** 6, 100, replace=False)  # dense: >= DENSE_MIN
+    edges = {(int(ids[a]), int(ids[b])) for a, b in rng.integers(0, 100, (450, 2)) if a != b}
+    R = relation("R", {e: 1 for e in edges})
+    spec = [(R, terms) for _, terms in QUERIES[name]]
+    v = sorted({t for _, terms in spec for t in terms})
+    filters = [("<", v[0], v[-1])] if lt else []   # a bound in the kernel, as ordered patterns use
+    pyfilters = [((v[0], v[-1]), lambda a, b: a < b)] if lt else []
+    want = oracle(spec, {"R": {e: 1 for e in edges}}, v, pyfilters)
+    for order in (v, v[::-1]):
+        got = generic_join(atoms_for(spec, order), order, v, fused=True, filters=filters)
+        assert got.to_dict() == want
+    assert len(want) > 64 or lt
 
 
 def test_constants_select_rows_of_an_n_ary_relation():

@@ -1,4 +1,5 @@
-"""Counting a join's last two levels without writing them (the join program's count mode).
+"""Counting a join's last two levels without writing them (the join program's count mode),
+and listing them the same way (``list_tail``).
 
 A count needs no result rows, so ``count_tail`` takes the frontier two levels (or one)
 before the end and, per row, extends the second-to-last level one match at a time and
@@ -17,12 +18,13 @@ Inputs are int64 only; the program and frontier are ``program``'s.
 
 import numpy as np
 
-from .memory import kernel, load, prefetch, row_kernel
-from .program import SBASE, SCOL, SDENSE, SHI, SLAST, SLO, SN, SUNIT, SV, _candidates, _distinct, _next, _weight
+from .memory import grown, kernel, load, prefetch, row_kernel
+from .program import (GROW, OVERFLOW, SBASE, SCOL, SDENSE, SHI, SLAST, SLO, SN, SUNIT, SV, _candidates, _distinct,
+                      _next, _weight)
 from .search import gallop, narrow
 from .zsets import _add_overflows, _mul_overflows
 
-__all__ = ["count_tail"]
+__all__ = ["count_tail", "list_tail"]
 
 PROBE_AHEAD = 8  # values between the prefetch stages of _probe_row
 GALLOP_RATIO = 32  # a two-part count gallops through the longer side past this size ratio
@@ -290,3 +292,167 @@ def count_tail(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
             return r, np.int64(0)
         total += acc * w[r]
     return -1, total
+
+
+@row_kernel
+def _list_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off, ne_col,
+               bound, w, LO, HI, mark, mark_slot, mark_lo, mark_size, g_slot, fast, jd, r, limit,
+               out_b, out_w, lo, hi, cur, hits):
+    """``list_tail``'s loop over frontier rows from ``r`` (it allocates nothing, so it
+    needs none of Numba's reference counting): ``(code, r, m)``, ``code`` 0 when done or
+    past ``limit`` rows, ``GROW`` when row ``r`` did not fit (its rows are dropped: the
+    caller grows the output and calls again from ``r``), ``OVERFLOW`` when row ``r``'s
+    weight product overflows."""
+    n = bound.shape[0]
+    L = bound.shape[1]
+    l = L
+    s0, s1 = level_slots[l], level_slots[l + 1]
+    a0 = level_atoms[l]
+    n_atoms = level_atoms[l + 1] - a0 - 1
+    cap = out_w.shape[0]
+    ga, fa = S[g_slot, SV], S[mark_slot, SV]
+    gc = S[g_slot, SCOL]
+    m = 0
+    while r < n:
+        best, _ = _candidates(l, S, level_slots, atom_bounds, a0, n_atoms, bnd_off, bnd_col, bnd_upper, LO, HI,
+                              r, bound, r, lo, hi)
+        fl, fh = LO[r, S[mark_slot, SCOL]], HI[r, S[mark_slot, SCOL]]
+        if best < 0 or fh <= fl:
+            r += 1
+            continue
+        for i in range(fl, fh):
+            mark[load(fa, i) - mark_lo] = 1
+        m0 = m
+        code = 0
+        if fast and best == 1 - jd and lo[jd] == 0 and hi[jd] == S[s0 + jd, SN]:
+            # a triangle's shape (as count_tail's _probe_row): the proposer's values are
+            # read in the other atom's dense level 0, whose children are the probing slot
+            sp, sd = s0 + 1 - jd, s0 + jd
+            va, base, n0, los, his = S[sp, SV], S[sd, SBASE], S[sd, SN], S[sd, SLO], S[sd, SHI]
+            for i in range(lo[1 - jd], hi[1 - jd]):
+                k = load(va, i) - base
+                if k < 0 or k >= n0:
+                    continue
+                gl, gh = load(los, k), load(his, k)
+                x = k + base
+                for b in range(bnd_off[l + 1], bnd_off[l + 2]):
+                    c = bnd_col[b]
+                    gl, gh = narrow(ga, gl, gh, x if c == L else bound[r, c], bnd_upper[b] != 0)
+                for q in range(gl, gh):
+                    v = load(ga, q) - mark_lo
+                    if 0 <= v < mark_size and mark[v] != 0:
+                        if m == cap:
+                            code = GROW
+                            break
+                        for c in range(L):
+                            out_b[m, c] = bound[r, c]
+                        out_b[m, L] = x
+                        out_b[m, L + 1] = v + mark_lo
+                        out_w[m] = w[r]
+                        m += 1
+                if code != 0:
+                    break
+        else:
+            for j in range(s1 - s0):
+                cur[j] = lo[j]
+            while code == 0:
+                ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, np.int64(0))
+                if not ok:
+                    break
+                if not _distinct(x, bound, r, ne_off, ne_col, l):
+                    continue
+                fine, wt = _weight(w[r], S, s0, atom_bounds, a0, n_atoms, hits)
+                if not fine:
+                    code = OVERFLOW
+                    break
+                if wt == 0:
+                    continue
+                # the probing slot's range under x: the row's range of its part, or the
+                # children under x of the level's slot that reads the same part
+                gl, gh = LO[r, gc], HI[r, gc]
+                for j in range(s1 - s0):
+                    if S[s0 + j, SCOL] == gc:
+                        h = hits[j]
+                        if S[s0 + j, SLAST] == 0 and h >= 0:
+                            gl, gh = load(S[s0 + j, SLO], h), load(S[s0 + j, SHI], h)
+                        else:
+                            gl, gh = np.int64(0), np.int64(0)
+                for b in range(bnd_off[l + 1], bnd_off[l + 2]):
+                    c = bnd_col[b]
+                    gl, gh = narrow(ga, gl, gh, x if c == L else bound[r, c], bnd_upper[b] != 0)
+                for q in range(gl, gh):
+                    v = load(ga, q) - mark_lo
+                    if 0 <= v < mark_size and mark[v] != 0:
+                        if m == cap:
+                            code = GROW
+                            break
+                        for c in range(L):
+                            out_b[m, c] = bound[r, c]
+                        out_b[m, L] = x
+                        out_b[m, L + 1] = v + mark_lo
+                        out_w[m] = wt
+                        m += 1
+        for i in range(fl, fh):
+            mark[load(fa, i) - mark_lo] = 0
+        if code != 0:
+            return code, r, m0 if code == GROW else m
+        r += 1
+        if m >= limit:
+            break
+    return 0, r, m
+
+
+@kernel
+def list_tail(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
+              ne_off, ne_col, bound, w, LO, HI, mark_slot, mark_lo, mark_size, r0, limit):
+    """The rows of the last two levels under frontier rows ``r0:``, written as
+    ``count_tail`` counts them: per row, the fixed last-level slot ``mark_slot`` (a set
+    whose values lie in ``[mark_lo, mark_lo + mark_size)``, its part not in the level
+    before) is marked once in a byte map, then each match ``x`` of the level before
+    probes the other last-level slot's values ``y`` under it against the map; every hit
+    is the row ``bound[r] ++ (x, y)``. No frontier of the level before is written.
+
+    Returns ``(r, rows, weights, m)``: the first ``m`` rows, sorted and unique (the
+    frontier's rows are, and ``x`` and ``y`` come in order), and ``r`` the frontier row
+    to resume from (``bound.shape[0]`` when done; it stops after the row that passes
+    ``limit`` rows), or ``-1 - r`` when row ``r``'s weight product overflows.
+    """
+    L = bound.shape[1]
+    l = L
+    s0, s1 = level_slots[l], level_slots[l + 1]
+    a0 = level_atoms[l]
+    n_atoms = level_atoms[l + 1] - a0 - 1
+    smax = max(s1 - s0, 1)
+    lo = np.empty(smax, dtype=np.int64)
+    hi = np.empty(smax, dtype=np.int64)
+    cur = np.empty(smax, dtype=np.int64)
+    hits = np.empty(smax, dtype=np.int64)
+    t0 = level_slots[l + 1]
+    g_slot = t0 + 1 - (mark_slot - t0)
+    fast = s1 - s0 == 2 and n_atoms == 2 and ne_off[l] == ne_off[l + 1]
+    jd = 0
+    if fast:
+        fast = False
+        for jd in range(2):
+            sd, sp = s0 + jd, s0 + 1 - jd
+            if (S[sd, SDENSE] != 0 and S[sd, SLAST] == 0 and S[sd, SCOL] == S[g_slot, SCOL]
+                    and (S[sp, SLAST] == 0 or S[sp, SUNIT] != 0) and S[sp, SDENSE] == 0):
+                fast = True
+                break
+    mark = np.zeros(mark_size, dtype=np.uint8)
+    cap = 64
+    out_b = np.empty((cap, L + 2), dtype=np.int64)
+    out_w = np.empty(cap, dtype=np.int64)
+    m = 0
+    r = r0
+    while True:
+        code, r, k = _list_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper, ne_off,
+                                ne_col, bound, w, LO, HI, mark, mark_slot, mark_lo, mark_size, g_slot, fast, jd,
+                                r, limit - m, out_b[m:], out_w[m:], lo, hi, cur, hits)
+        m += k
+        if code == OVERFLOW:
+            return -1 - r, out_b, out_w, m
+        if code != GROW:
+            return r, out_b, out_w, m
+        cap *= 2
+        out_b, out_w = grown(out_b, m, cap), grown(out_w, m, cap)
