@@ -40,21 +40,16 @@ Datalog front ends.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from wcoj import config
-from wcoj.errors import ArityMismatchError, PerformanceWarning, QueryError, UnboundVariableError, WeightOverflowError
+from wcoj.errors import ArityMismatchError, PerformanceWarning, QueryError, UnboundVariableError
 from wcoj.extenders import IncrementalSource
 from wcoj.plan import Atom, _apply_filters, _is_var, _Level, _plan, choose_order
-from wcoj.kernels import zsets as wk
-from wcoj.kernels.count import count_tail, list_tail
-from wcoj.kernels.program import SCOL, SN, SUNIT, TOO_BIG, levels_from, slot_table
-from wcoj.program import TermsProgram, skeleton
-from wcoj.kernels.store import prefix_ranges
-from wcoj.shares import run_shares
+from wcoj.program import TermsProgram, _checked_mul, _checked_total, _TrieRun  # noqa: F401  (tests patch _TrieRun here)
 from wcoj.tables import Stack
 from wcoj.zset import ZSet, consolidate
 
@@ -64,181 +59,6 @@ I64 = npt.NDArray[np.int64]
 
 
 # ------------------------------------------------------------------------- evaluation
-def _checked_mul(a: I64, b: I64) -> I64:
-    out = np.empty_like(a)
-    bad = wk.multiply_into(a, b, out)
-    if bad >= 0:
-        raise WeightOverflowError(f"weight {int(a[bad])} * {int(b[bad])} does not fit in int64 (row {bad})")
-    return out
-
-
-def _checked_total(arr: I64) -> int:
-    """Sum of an int64 array as a Python int, refusing overflow."""
-    arr = np.ascontiguousarray(arr, dtype=np.int64)
-    if arr.shape[0] == 0:
-        return 0
-    out = np.empty(1, dtype=np.int64)
-    if wk.segment_sum_into(arr, np.zeros(1, dtype=np.int64), out) >= 0:
-        raise WeightOverflowError("the total weight of the result does not fit in int64")
-    return int(out[0])
-
-
-class _TrieRun:
-    """One join over the extenders' tries, in the join program's kernels."""
-
-    def __init__(self, atoms: Sequence[Atom], plan: list[_Level], tries: list[list]):
-        self.atoms, self.plan = atoms, plan
-        self.parts = [p for ps in tries for p in ps]
-        self.n_parts = tuple(len(ps) for ps in tries)
-        self.empty = any(not ps for ps in tries)  # an atom with no rows: no result
-        self.stack = Stack(self.parts)
-
-    def _program(self, count_only: bool):
-        """``(S, shape, lo, hi, stats)``: the slot table, the level arrays, the parts'
-        starting ranges (under each atom's constants) and the parts' stats (counts)."""
-        slot_part, slot_depth, slot_last, shape = skeleton(self.plan, self.n_parts)
-        first = self.stack.first
-        at = first[slot_part] + slot_depth
-        unit = np.zeros_like(slot_last)
-        stats = None
-        if count_only:
-            stats = np.concatenate([p.stats() for p in self.parts])[at]
-            unit = stats[:, 2]
-        S, lo, hi = slot_table(self.stack.table, at, (slot_depth > 0).astype(np.int64),
-                               np.ascontiguousarray(np.stack([slot_last, slot_part, unit], axis=1)), first)
-        q = 0
-        for a, n in zip(self.atoms, self.n_parts):
-            consts = a.constants
-            if consts:
-                plo = np.zeros((1, n), dtype=np.int64)
-                phi = np.zeros((1, n), dtype=np.int64)
-                sub = Stack(self.parts[q:q + n])
-                prefix_ranges(sub.table, sub.first, len(a.terms), np.array([consts], dtype=np.int64), plo, phi)
-                lo[q:q + n], hi[q:q + n] = plo[0], phi[0]
-            q += n
-        return S, shape, lo, hi, stats
-
-    def run(self, count_only: bool):
-        """The count, or ``(bound, w)`` blocks (an iterator) of the result's rows."""
-        plan = self.plan
-        n = len(plan)
-        S, shape, lo, hi, stats = self._program(True)
-        prog = (S,) + shape
-        pauses = [i + 1 for i, lv in enumerate(plan) if not lv.in_kernel]  # a Python filter there
-        tail = n >= 2 and not any(p > n - 2 for p in pauses)
-        mark = self._mark(prog, stats, n, None) if tail and not count_only else (-1, 0, 0)
-        if not count_only and mark[0] < 0:
-            tail = False  # rows: the last two levels are listed by the byte map, or level by level
-        stop = n - 2 if tail else n
-        start = (np.zeros((1, 0), dtype=np.int64), np.ones(1, dtype=np.int64), lo.reshape(1, -1).copy(),
-                 hi.reshape(1, -1).copy())
-        blocks = self._through(prog, start, [p for p in pauses if p <= stop] + [stop])
-        if not count_only:
-            if tail:
-                return (block for fr in blocks for block in self._list(prog, mark, fr))
-            return ((b, w) for b, w, _, _ in blocks)
-        if not tail:
-            return _checked_total(np.array([_checked_total(w) for _, w, _, _ in blocks], dtype=np.int64))
-        total = 0
-        for fr in blocks:
-            total += self._count(prog, stats, fr)
-        return total
-
-    def _through(self, prog, fr, stops: list[int]) -> Iterator[tuple]:
-        """The frontier ``fr`` extended through each level of ``stops`` in turn (applying
-        the Python filters of the levels it pauses at), in blocks of bounded size."""
-        if not stops:
-            yield fr
-            return
-        for block in self._extend(prog, fr, stops[0]):
-            lv = self.plan[stops[0] - 1]
-            if not lv.in_kernel and block[0].shape[0]:
-                keep = _apply_filters(lv, block[0], skip_bounds=True)
-                if keep is not None and not keep.all():
-                    block = tuple(np.ascontiguousarray(a[keep]) for a in block)
-            yield from self._through(prog, block, stops[1:])
-
-    def _extend(self, prog, fr, stop: int, limit: int | None = None) -> Iterator[tuple]:
-        """``levels_from`` up to ``stop``; a frontier that would pass ``SLICE_ROWS`` rows
-        is extended from the level before it, half of its rows at a time."""
-        status, bound, w, LO, HI = levels_from(*prog, *fr, stop, limit or config.SLICE_ROWS)
-        if status >= 0:
-            yield bound, w, LO, HI
-            return
-        if status != TOO_BIG:
-            raise WeightOverflowError(
-                f"a weight product under prefix {bound[-1 - status].tolist()} does not fit in int64")
-        n = bound.shape[0]
-        if n == 1:  # one row whose extension alone is too big: no smaller piece exists
-            yield from self._extend(prog, (bound, w, LO, HI), stop, 1 << 62)
-            return
-        for a, b in ((0, n // 2), (n // 2, n)):
-            yield from self._extend(prog, (bound[a:b], w[a:b], LO[a:b], HI[a:b]), stop)
-
-    @staticmethod
-    def _list(prog, mark, fr) -> Iterator[tuple]:
-        """``list_tail`` of the frontier ``fr`` (two levels before the end): its rows in
-        blocks of about ``SLICE_ROWS``."""
-        bound, w, LO, HI = fr
-        r = 0
-        while r < bound.shape[0]:
-            r, rows, weights, m = list_tail(*prog, bound, w, LO, HI, *mark, r, config.SLICE_ROWS)
-            if r < 0:
-                raise WeightOverflowError(
-                    f"a weight product under prefix {bound[-1 - r].tolist()} does not fit in int64")
-            yield rows[:m], weights[:m]
-
-    def _count(self, prog, stats, fr) -> int:
-        """``count_tail`` of the frontier ``fr`` (two levels or one before the end), on
-        threads when it is large."""
-        bound, w, LO, HI = fr
-        n = bound.shape[0]
-        if not n:
-            return 0
-        mark = self._mark(prog, stats, len(self.plan), n)
-        threads = config.THREADS if n >= config.COUNT_SHARE_ROWS else 1
-        if threads == 1:
-            bad, total = count_tail(*prog, bound, w, LO, HI, *mark, 0, n)
-            outs = [(bad, total)]
-        else:
-            chunks = _spread_chunks(min(n, 64))
-            k = len(chunks)
-            outs = run_shares(lambda i: count_tail(*prog, bound, w, LO, HI, *mark, chunks[i] * n // k,
-                                                   (chunks[i] + 1) * n // k), k, threads)
-        total = 0
-        for bad, t in outs:
-            if bad >= 0:
-                raise WeightOverflowError(f"the weighted count under prefix {bound[bad].tolist()} does not fit in int64")
-            total += int(t)
-        if not -(1 << 63) <= total < (1 << 63):
-            raise WeightOverflowError("the total weight of the result does not fit in int64")
-        return total
-
-    @staticmethod
-    def _mark(prog, stats, n_levels: int, n_rows: int) -> tuple[int, int, int]:
-        """``(mark_slot, mark_lo, mark_size)`` for ``count_tail``, or ``(-1, 0, 0)``.
-
-        A byte map pays when the last level has two atoms of one set part each, one of them
-        fixed per row of the frontier (its part is not in the level before), and that
-        side's values span at most ``MARK_SPAN`` (one map per share, cleared per row).
-        """
-        S, level_slots, level_atoms, ne_off = prog[0], prog[1], prog[2], prog[7]
-        few = n_rows is not None and n_rows < config.COUNT_SHARE_ROWS  # (None: listing, always)
-        if n_levels < 2 or few or ne_off[-1] != ne_off[-2]:
-            return -1, 0, 0  # (an != on the last variable needs every match looked at)
-        t0, t1 = int(level_slots[-2]), int(level_slots[-1])
-        p0, p1 = int(level_slots[-3]), int(level_slots[-2])
-        two_atoms = int(level_atoms[-1] - level_atoms[-2]) - 1 == 2  # not one atom of two parts
-        if t1 - t0 != 2 or not two_atoms or not (S[t0:t1, SUNIT] == 1).all():
-            return -1, 0, 0
-        before = set(S[p0:p1, SCOL].tolist())  # part columns of the level before
-        for f in (t0, t0 + 1):
-            lo, hi = int(stats[f, 0]), int(stats[f, 1])
-            if int(S[f, SCOL]) not in before and S[f, SN] != 0 and 0 <= hi - lo < config.MARK_SPAN:
-                return f, lo, hi - lo + 1
-        return -1, 0, 0
-
-
 def _warn_protocol_route(atoms: Sequence[Atom], tries: list) -> None:
     """A ``PerformanceWarning`` that the join runs through the batched protocol methods,
     naming the first atom whose extender has no tries (shown once per extender type)."""
@@ -249,25 +69,6 @@ def _warn_protocol_route(atoms: Sequence[Atom], tries: list) -> None:
                   "program; store its rows in an index (indexes.Index, wcoj.Relation) or return tries "
                   "from tries(); pass fused=False to choose this route without the warning",
                   PerformanceWarning, stacklevel=3)
-
-
-def _spread_chunks(n: int) -> list[int]:
-    """The chunks ``0 .. n - 1`` in an order that hands every thread some of the first
-    ones: a batch's hub rows come first (a power-law graph's low ids), and threads that
-    take chunks in order would leave one thread all of them at the end."""
-    order = []
-    step = 1
-    while step < n:
-        step *= 2
-    seen = set()
-    k = step
-    while k >= 1:
-        for i in range(0, step, k):
-            if i < n and i not in seen:
-                seen.add(i)
-                order.append(i)
-        k //= 2
-    return order
 
 
 def _generic_blocks(atoms: Sequence[Atom], plan: list[_Level], count_only: bool):

@@ -196,10 +196,10 @@ def test_sets_list_like_nested_loops_through_the_byte_map(q, which, slice_rows):
 
 
 def test_a_set_triangle_lists_its_last_two_levels_by_the_byte_map(monkeypatch):
-    import wcoj.generic_join as gj
+    import wcoj.program as prog
     calls = []
-    real = gj.list_tail
-    monkeypatch.setattr(gj, "list_tail", lambda *a: calls.append(a[-2]) or real(*a))
+    real = prog.list_tail
+    monkeypatch.setattr(prog, "list_tail", lambda *a: calls.append(a[-2]) or real(*a))
     E = relation("E", {(a, b): 1 for a in range(6) for b in range(6) if (a * 7 + b * 3) % 4})
     spec = [(E, ("a", "b")), (E, ("b", "c")), (E, ("a", "c"))]
     want = oracle(spec, {"E": {k: 1 for k in E.contents().to_dict()}}, list("abc"))
