@@ -157,12 +157,17 @@ CHILD = textwrap.dedent("""
     rng = np.random.default_rng(2)
     caught = 0
     print("ready", flush=True)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     for i in range(400):
+        # interrupts land only inside this try (outside it, between two iterations, Python
+        # could run the handler at the loop's jump, where nothing would catch it)
         try:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             k = 2000 if i % 2 else 20000          # both routes: change by change, then staged
             config.CHANGE_ROWS = 1 << 20 if i % 2 else 0
             ins = rng.integers(0, 20000, size=(k, 2)); dels = base[rng.choice(len(base), k // 2)]
             g.apply(ins, dels)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         except KeyboardInterrupt:
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # the checks themselves run in peace
             caught += 1
@@ -170,7 +175,6 @@ CHILD = textwrap.dedent("""
             g.apply(np.array([[1, 2]]))
             g.check_views()
             print("checked", caught, flush=True)
-            signal.signal(signal.SIGINT, signal.default_int_handler)
         if caught >= int(sys.argv[1]):
             break
     signal.signal(signal.SIGINT, signal.SIG_IGN)
