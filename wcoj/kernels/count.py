@@ -149,6 +149,22 @@ def _probe_row(S, sp, pl, ph, sd, sg, sf, fl, fh, mark, mark_lo, mark_size, b0, 
     return True, acc
 
 
+@row_kernel
+def _triangle_shape(S, l, s0, s1, n_atoms, ne_off, g_slot):
+    """Whether level ``l`` (slots ``s0:s1``) has a triangle's shape before a last level
+    probed by ``g_slot``: two atoms of one part each, no ``!=``, one of them (``s0 + jd``)
+    a dense level 0 whose part is the probing side's, the other a sparse level whose
+    weights need no product. Returns ``(shape, jd)``."""
+    if s1 - s0 != 2 or n_atoms != 2 or ne_off[l] != ne_off[l + 1]:
+        return False, 0
+    for jd in range(2):
+        sd, sp = s0 + jd, s0 + 1 - jd
+        if (S[sd, SDENSE] != 0 and S[sd, SLAST] == 0 and S[sd, SCOL] == S[g_slot, SCOL]
+                and (S[sp, SLAST] == 0 or S[sp, SUNIT] != 0) and S[sp, SDENSE] == 0):
+            return True, jd
+    return False, 0
+
+
 @kernel
 def count_tail(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
                ne_off, ne_col, bound, w, LO, HI, mark_slot, mark_lo, mark_size, r0, r1):
@@ -202,16 +218,9 @@ def count_tail(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
     g_slot = t0 + jg
     # the shape of a triangle's last two levels (see _probe_row): level l has two atoms
     # of one part each, one a dense level 0 whose part is the probing side
-    fast = use_mark and s1 - s0 == 2 and n_atoms == 2 and ne_off[l] == ne_off[l + 1]
-    jd = 0
-    if fast:
-        fast = False
-        for jd in range(2):
-            sd, sp = s0 + jd, s0 + 1 - jd
-            if (S[sd, SDENSE] != 0 and S[sd, SLAST] == 0 and S[sd, SCOL] == S[g_slot, SCOL]
-                    and (S[sp, SLAST] == 0 or S[sp, SUNIT] != 0) and S[sp, SDENSE] == 0):
-                fast = True
-                break
+    fast, jd = False, 0
+    if use_mark:
+        fast, jd = _triangle_shape(S, l, s0, s1, n_atoms, ne_off, g_slot)
     fa, fl, fh = np.int64(0), np.int64(0), np.int64(0)
     for r in range(r0, r1):
         best, _ = _candidates(l, S, level_slots, atom_bounds, a0, n_atoms, bnd_off, bnd_col, bnd_upper, LO, HI,
@@ -326,7 +335,9 @@ def _list_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
         code = 0
         if fast and best == 1 - jd and lo[jd] == 0 and hi[jd] == S[s0 + jd, SN]:
             # a triangle's shape (as count_tail's _probe_row): the proposer's values are
-            # read in the other atom's dense level 0, whose children are the probing slot
+            # read in the other atom's dense level 0, whose children are the probing slot.
+            # Its probe-and-write loop repeats the general one's below on purpose: shared
+            # through a helper or one merged loop, listing took 1.4-2.1 ms instead of 1.2 ms
             sp, sd = s0 + 1 - jd, s0 + jd
             va, base, n0, los, his = S[sp, SV], S[sd, SBASE], S[sd, SN], S[sd, SLO], S[sd, SHI]
             for i in range(lo[1 - jd], hi[1 - jd]):
@@ -429,16 +440,7 @@ def list_tail(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_up
     hits = np.empty(smax, dtype=np.int64)
     t0 = level_slots[l + 1]
     g_slot = t0 + 1 - (mark_slot - t0)
-    fast = s1 - s0 == 2 and n_atoms == 2 and ne_off[l] == ne_off[l + 1]
-    jd = 0
-    if fast:
-        fast = False
-        for jd in range(2):
-            sd, sp = s0 + jd, s0 + 1 - jd
-            if (S[sd, SDENSE] != 0 and S[sd, SLAST] == 0 and S[sd, SCOL] == S[g_slot, SCOL]
-                    and (S[sp, SLAST] == 0 or S[sp, SUNIT] != 0) and S[sp, SDENSE] == 0):
-                fast = True
-                break
+    fast, jd = _triangle_shape(S, l, s0, s1, n_atoms, ne_off, g_slot)
     mark = np.zeros(mark_size, dtype=np.uint8)
     cap = 64
     out_b = np.empty((cap, L + 2), dtype=np.int64)
