@@ -27,7 +27,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from indexes.eav import EavStore
-from indexes.interner import TAG_SHIFT
 from queries.edn import Keyword
 from queries.transact import _check_value, entity_id
 from wcoj.errors import QueryError, excerpt
@@ -130,7 +129,7 @@ def entid(store: EavStore, x: Any) -> Any:
     e = entity_id(store, x)
     if e < 0:
         return None
-    return e if e < 1 << TAG_SHIFT else store.interner.decode_one(e)
+    return store.interner.decode_one(e)  # an entity id is its own ref id
 
 
 def ident(store: EavStore, x: Any) -> Keyword | None:

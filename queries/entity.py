@@ -34,7 +34,6 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from indexes.eav import EavStore
-from indexes.interner import TAG_SHIFT
 from queries.edn import Keyword
 from queries.transact import entity_id
 
@@ -111,7 +110,7 @@ class Entity(Mapping):
 
     def _id(self) -> Any:
         """The entity's id; an attribute's entity shows as its keyword (``queries.schema``)."""
-        return self.eid if self.eid < 1 << TAG_SHIFT else self._store().interner.decode_one(self.eid)
+        return self._store().interner.decode_one(self.eid)  # an entity id is its own ref id
 
     def _store(self) -> EavStore:
         return self._basis.value().store

@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 from indexes.eav import EavStore
-from indexes.interner import TAG_SHIFT
 from queries.ast import PullAttr, PullJoin, PullPattern, PullRecursion, PullWildcard
 from queries.edn import Keyword
 from queries.parse import parse_pull
@@ -80,7 +79,7 @@ def pull(store: EavStore, eid: Any, pattern: Any, kind: str = "prev",
 
 def _id(store: EavStore, eid: int) -> Any:
     """An entity's ``:db/id``: its id, or an attribute's ident (``queries.schema``)."""
-    return eid if eid < 1 << TAG_SHIFT else store.interner.decode_one(eid)
+    return store.interner.decode_one(eid)  # an entity id is its own ref id
 
 
 def _put(out: dict, store: EavStore, eid: int, attr: PullAttr, sub: Any,

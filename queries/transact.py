@@ -395,17 +395,16 @@ def resolve(store: EavStore, data: list):
     added = np.array(forms.added, dtype=bool)
     seq = 2 * np.arange(n, dtype=np.int64)
     _check_cas(store, forms, rows, ents, tempid_eids, idents)
-    check_schema_rows(store, rows)
     if special:
         extra = [_retract_entity(store, int(_decode_codes(np.array([c]), tempid_eids, ref_eids)[0]), idents, a)
                  for _, c, a in special]
         rows = np.concatenate([rows] + extra)
-        check_schema_rows(store, rows)
         added = np.concatenate([added] + [np.zeros(len(x), bool) for x in extra])
         seq = np.concatenate([seq] + [np.full(len(x), 2 * row - 1) for (row, _, _), x in
                                       zip(special, extra)])
         order = np.argsort(seq, kind="stable")
         rows, added = rows[order], added[order]
+    check_schema_rows(store, rows)   # the forms' datoms and those of retractEntity alike
     adds, retracts, tx_data = apply_rules(store, rows, added, idents, tx)
     names = {(k if not isinstance(k, Tagged) else k.value[-1]): int(tempid_eids[i])
              for k, i in ents.tempids.items() if not isinstance(k, _TempId)}

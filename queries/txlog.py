@@ -38,7 +38,6 @@ from datetime import datetime, timezone
 from typing import Any
 
 from indexes.eav import TX_BASE, tx_id
-from indexes.interner import TAG_SHIFT
 from queries.ast import FnCall, Var
 from queries.clauses import arg_getter
 from queries.history import resolve_t
@@ -100,7 +99,7 @@ def log_value(call: FnCall, sources: dict, vars_: tuple, store: Any) -> Callable
         for e, a, v, x, added in log.rows(t - 1, t).tolist():
             if a not in idents:
                 idents[a] = keyword(str(decode(a)))
-            out.append((e if e < 1 << TAG_SHIFT else decode(e),  # an attribute: its ident
+            out.append((decode(e),  # an entity's id, an attribute's ident
                         idents[a], decode(v), x, bool(added)))
         return out
     return tx_data
