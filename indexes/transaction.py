@@ -224,6 +224,7 @@ class ChangePlan:
         self._dcounts = np.zeros(len(self.joins) + 1, dtype=np.int64)  # run_edges' scratch
         self._no_changes = np.empty((0, max_arity + 2), dtype=np.int64)  # the kernel's ch, ins, dels
         self._no_edges = np.empty((0, 2), dtype=np.int64)               # when not given
+        self._unchanged = tuple(ZSet.empty(w) for w in self.widths)      # a tick no view saw
         self.generation = store.block.generation
 
     def current(self) -> bool:
@@ -238,7 +239,7 @@ class ChangePlan:
 
     def run_edges(self, ins: np.ndarray, dels: np.ndarray):
         """A graph tick of edge inserts and deletes (``int64[n, 2]``), change by change:
-        ``(bad, (ch, n_primary), per view (keys, weights))``; ``bad`` >= 0 names an id
+        ``(bad, (ch, n_primary), per view its change, a ZSet)``; ``bad`` >= 0 names an id
         out of range (flat position in ``ins`` then ``dels``; nothing done). The first
         ``n_primary`` changes of ``ch`` are the primary relation's (``primary_delta``
         makes them a Z-set). The counts are updated. Raises ``WeightOverflowError``
@@ -250,7 +251,10 @@ class ChangePlan:
             return bad, None, None
         if out[0] != OK:
             out = self._resume(out, ch, dcounts)
-        return -1, (ch, n_primary), self._split(out[5])
+        rows = out[5]
+        if rows.shape[0] == 0:  # most single-edge ticks change no view
+            return -1, (ch, n_primary), self._unchanged
+        return -1, (ch, n_primary), [ZSet(k, w) for k, w in self._split(rows)]
 
     @staticmethod
     def primary_delta(ch: np.ndarray, n_primary: int) -> ZSet:

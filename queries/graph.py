@@ -57,6 +57,7 @@ MAX_ID = (1 << 62) - 1
 _OPS = {"<": np.less, "!=": np.not_equal}
 _NO_EDGES = np.zeros((0, 2), dtype=np.int64)
 _NO_EDGES.flags.writeable = False
+_I64 = np.dtype(np.int64)
 
 
 def _interruptible(method):
@@ -77,8 +78,7 @@ def _edge_input(edges, what: str) -> I64:
     """``edges`` as a C-contiguous ``int64[m, 2]`` array (shape and dtype checked; the
     range of the ids is checked by whoever reads them: ``as_edge_array`` or a tick's
     kernel)."""
-    if type(edges) is np.ndarray and edges.dtype == np.int64 and edges.ndim == 2 and edges.shape[1] == 2 \
-            and edges.flags.c_contiguous:
+    if type(edges) is np.ndarray and edges.dtype is _I64 and edges.strides == (16, 8) and edges.shape[1] == 2:
         return edges
     arr = array_of(edges, what)
     if arr.size == 0:
@@ -430,8 +430,8 @@ class Graph:
                     if bad < 0:
                         delta = (plan.primary_delta, *primary)
                         changes = {}
-                        for (name, v), (k, vw) in zip(self.views.items(), outs):
-                            v.last_change = changes[name] = ZSet(k, vw)
+                        for (name, v), z in zip(self.views.items(), outs):
+                            v.last_change = changes[name] = z
                         self.n_change_ticks += 1
                 if bad >= 0:
                     raise self._bad(ins, dels, bad)
