@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from wcoj import config
 from wcoj.kernels.memory import read_only
-from wcoj.kernels.zsets import column_bounds_into, pack_rows_into, radix_sort_into
+from wcoj.kernels.zsets import column_bounds_into, pack_rows_into, radix_sort_into, strictly_increasing
 
 __all__ = ["Columns", "Packing", "packing_for", "row_order", "packed_sort", "sorted_runs", "column_bounds", "group_starts",
            "is_sorted_unique"]
@@ -264,19 +264,14 @@ def group_starts(sorted_keys: I64) -> I64:
 
 
 def is_sorted_unique(keys: I64) -> bool:
-    """True when the rows are strictly increasing (sorted, no duplicates)."""
+    """True when the rows are strictly increasing (sorted, no duplicates).
+
+    >>> is_sorted_unique(np.array([[1, 2], [1, 3], [2, 0]])), is_sorted_unique(np.array([[1, 2], [1, 2]]))
+    (True, False)
+    """
     n, k = keys.shape
     if n <= 1:
         return True
     if k == 0:
         return False
-    # Strictly increasing iff for every adjacent pair the first differing column increases.
-    gt = np.zeros(n - 1, dtype=bool)
-    undecided = np.ones(n - 1, dtype=bool)
-    for j in range(k):
-        a, b = keys[:-1, j], keys[1:, j]
-        gt |= undecided & (b > a)
-        if np.any(undecided & (b < a)):
-            return False
-        undecided &= b == a
-    return bool(np.all(gt))
+    return bool(strictly_increasing(read_only(keys)))

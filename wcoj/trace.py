@@ -54,7 +54,7 @@ import numpy.typing as npt
 from wcoj.errors import ArityMismatchError, InputError
 from wcoj.indexed import IndexedZSet
 from wcoj.kernels.memory import read_only
-from wcoj.kernels.zsets import match_ranges_into
+from wcoj.kernels.zsets import match_ranges_into, timed_into
 from wcoj.rows import Packing, column_bounds, group_starts, packing_for, row_order
 from wcoj.tables import RunTable
 from wcoj.time import Box, Time, as_row
@@ -271,8 +271,7 @@ class Trace:
     def _timed(self, z: ZSet, row: tuple[int, ...]) -> ZSet:
         # Rows are sorted and unique and all share one time, so appending it keeps that.
         keys = np.empty((len(z), self.arity + self.n_dims), dtype=np.int64)
-        keys[:, : self.arity] = z.keys
-        keys[:, self.arity:] = row
+        timed_into(read_only(z.keys), np.array(row, dtype=np.int64), keys)
         return ZSet(keys, np.ascontiguousarray(z.weights))
 
     def insert(self, batch: ZSet | IndexedZSet, time: Time) -> Trace:

@@ -296,6 +296,28 @@ def column_bounds_into(keys, lows, highs):
 
 
 @kernel
+def strictly_increasing(keys):
+    """Whether the rows of ``keys`` (at least one column) are sorted and unique, in one
+    pass that stops at the first row out of order."""
+    for i in range(1, keys.shape[0]):
+        if _cmp(keys, i - 1, keys, i) >= 0:
+            return False
+    return True
+
+
+@kernel
+def timed_into(keys, time, out):
+    """``out[i]``: row ``keys[i]`` followed by the columns of ``time`` (a trace's run of
+    rows that share one time)."""
+    k, d = keys.shape[1], time.shape[0]
+    for i in range(keys.shape[0]):
+        for j in range(k):
+            out[i, j] = keys[i, j]
+        for j in range(d):
+            out[i, k + j] = time[j]
+
+
+@kernel
 def pack_rows_into(keys, lows, shifts, out):
     """``out[i]``: row i packed, the OR over columns j of ``(keys[i, j] - lows[j]) <<
     shifts[j]`` (``wcoj.rows.Packing``; every value within its column's range)."""

@@ -284,3 +284,23 @@ def test_dense_sums_are_a_dict_sum_in_key_order_and_find_the_first_overflow(pair
     assert bad == -1
     want = sorted((k, s) for k, s in acc.items() if s)
     assert list(zip(out_k[:m].tolist(), out_s[:m].tolist())) == want
+
+
+@given(st.lists(st.tuples(st.integers(-3, 3), st.sampled_from([I64_MIN, -1, 0, 1, I64_MAX])), max_size=12),
+       st.booleans())
+def test_strictly_increasing_is_pythons_comparison_of_adjacent_tuples(rows, strided):
+    keys = np.array(rows, np.int64).reshape(len(rows), 2)
+    if strided:  # a column slice, as a trace's key columns are
+        keys = np.ascontiguousarray(keys[:, ::-1])
+        rows = [tuple(r) for r in keys.tolist()]
+    want = all(tuple(rows[i - 1]) < tuple(rows[i]) for i in range(1, len(rows)))
+    assert bool(wk.strictly_increasing(keys)) == want
+    assert bool(wk.strictly_increasing(np.array(sorted(set(map(tuple, rows))), np.int64).reshape(-1, 2)))
+
+
+@given(st.lists(st.tuples(int64s, int64s), max_size=20), st.lists(int64s, min_size=1, max_size=3))
+def test_timed_into_appends_the_time_to_every_row(rows, time):
+    keys = np.array(rows, np.int64).reshape(len(rows), 2)
+    out = np.full((len(rows), 2 + len(time)), SENTINEL, dtype=np.int64)
+    wk.timed_into(keys, arr(time), out)
+    assert out.tolist() == [list(r) + list(time) for r in rows]
