@@ -11,8 +11,16 @@ of 0.95-1.05 s, and peak RSS 713 MB instead of 662 MB. The price is that memory 
 query freed stays with the process (up to the thresholds, 2 GB) rather than going back
 to the OS, as in database engines that bring their own allocator.
 
+``retain()`` also stops NumPy from asking the kernel for transparent huge pages for its
+large arrays (``madvise(MADV_HUGEPAGE)``, which NumPy does for arrays of 4 MB and more).
+Where the kernel then defragments memory on demand (``defrag`` set to ``madvise``, a common
+default), the first touch of such an array can stall for compaction: on this project's
+machine the first closure query after loading spent 0.4-0.5 s more in the kernel with
+them (system time 0.63-0.73 s against 0.22-0.24 s, the query 1.07-1.35 s against
+0.82-0.88 s), and later queries were no faster for them.
+
 ``import wcoj`` calls ``retain()`` unless the environment sets ``WCOJ_RETAIN_HEAP=0``;
-it does nothing where the C library is not glibc (``mallopt`` absent).
+the ``mallopt`` part does nothing where the C library is not glibc.
 
 >>> retain() in (True, False)
 True
@@ -34,8 +42,9 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 
 
 def retain(threshold: int = THRESHOLD) -> bool:
-    """Keep freed memory up to ``threshold`` bytes for reuse (see the module docstring);
-    True when the C library took both settings."""
+    """Keep freed memory up to ``threshold`` bytes for reuse, and no huge pages for NumPy's
+    arrays (see the module docstring); True when the C library took both settings."""
+    _no_huge_pages()
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         mallopt = libc.mallopt
@@ -43,6 +52,17 @@ def retain(threshold: int = THRESHOLD) -> bool:
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     return bool(mallopt(_M_MMAP_THRESHOLD, threshold)) & bool(mallopt(_M_TRIM_THRESHOLD, threshold))
+
+
+def _no_huge_pages() -> None:
+    """NumPy's ``madvise(MADV_HUGEPAGE)`` of large arrays turned off (the switch NumPy's own
+    ``NUMPY_MADVISE_HUGEPAGE=0`` sets, which only works before NumPy is imported)."""
+    import numpy as np
+
+    core = getattr(np, "_core", None) or getattr(np, "core", None)
+    switch = getattr(getattr(core, "multiarray", None), "_set_madvise_hugepage", None)
+    if switch is not None:
+        switch(False)
 
 
 def retain_by_default() -> None:
