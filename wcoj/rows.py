@@ -130,8 +130,18 @@ def packing_for(arrays: list[I64]) -> Packing | None:
         z = np.zeros(k, dtype=np.int64)
         return Packing(z, z, z)
     bounds = [column_bounds(a) for a in nonempty]
-    lows = np.min([b[0] for b in bounds], axis=0).astype(np.int64)
-    highs = np.max([b[1] for b in bounds], axis=0).astype(np.int64)
+    return packing_within(np.min([b[0] for b in bounds], axis=0).astype(np.int64),
+                          np.max([b[1] for b in bounds], axis=0).astype(np.int64))
+
+
+def packing_within(lows: I64, highs: I64) -> Packing | None:
+    """The packing of rows whose column ``j`` lies in ``[lows[j], highs[j]]``, or None
+    when those ranges need more than 63 bits together.
+
+    >>> packing_within(np.array([0, 10]), np.array([3, 11])).shifts.tolist()
+    [1, 0]
+    """
+    k = lows.shape[0]
     bits = []
     for lo, hi in zip(lows.tolist(), highs.tolist()):
         span = hi - lo  # Python ints: no wrap-around for extreme ranges

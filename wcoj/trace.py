@@ -114,7 +114,7 @@ _NO_ROWS = np.zeros(0, dtype=np.int64)
 class _Run:
     """One consolidated block: ``keys`` = row columns then time columns, with weights."""
 
-    __slots__ = ("z", "n", "n_key", "arity", "_packing", "packed", "tlo", "thi", "_row")
+    __slots__ = ("z", "n", "n_key", "arity", "_packing", "packed", "tlo", "thi", "_row", "_bounds")
 
     def __init__(self, z: ZSet, n_key: int, arity: int,
                  bounds: tuple[tuple[int, ...], tuple[int, ...]] | None = None):
@@ -127,6 +127,15 @@ class _Run:
             lows, highs = column_bounds(z.keys[:, arity:])
             self.tlo, self.thi = tuple(lows.tolist()), tuple(highs.tolist())
         self._row = None
+        self._bounds = None
+
+    def bounds(self) -> tuple[I64, I64]:
+        """Per row column (times left out), the least and greatest value (one pass, made
+        on first use); the run must not be empty."""
+        if self._bounds is None:
+            lows, highs = column_bounds(self.z.keys)
+            self._bounds = lows[: self.arity], highs[: self.arity]
+        return self._bounds
 
     def table_row(self) -> npt.NDArray[np.int64]:
         """This run's row of a ``RunTable`` (made once; the run keeps its arrays alive)."""
@@ -373,6 +382,17 @@ class Trace:
         row = self._time_row(time)
         timed = self._timed(z, row)
         return self._table.plus_row(RunTable.row(timed.keys, timed.weights, row, row), [timed])
+
+    def column_bounds(self, batch: ZSet | IndexedZSet | None = None) -> tuple[I64, I64] | None:
+        """Per row column, the least and greatest value over every run and ``batch``
+        (None when all are empty): what a join that reads them can write."""
+        parts = [r.bounds() for r in self._all]
+        z = None if batch is None else _as_zset(batch)
+        if z is not None and len(z):
+            parts.append(column_bounds(z.keys))
+        if not parts:
+            return None
+        return np.min([p[0] for p in parts], axis=0), np.max([p[1] for p in parts], axis=0)
 
     def may_have(self, box: Box) -> bool:
         """False when no run can hold a time in ``box`` (a cheap test on time bounds)."""

@@ -25,9 +25,11 @@ import numpy as np
 from .memory import RUN_FIELDS, RUN_KEYS, RUN_N, RUN_WEIGHTS, grown, kernel, load, row_kernel
 from .zsets import _add_overflows, _mul_overflows
 
-__all__ = ["lattice_join", "lattice_distinct", "lattice_next", "OK", "SUM_OVERFLOW", "PRODUCT_OVERFLOW"]
+__all__ = ["lattice_join", "lattice_distinct", "lattice_next", "OK", "SUM_OVERFLOW", "PRODUCT_OVERFLOW", "DENSE",
+           "RETRY"]
 
 OK, SUM_OVERFLOW, PRODUCT_OVERFLOW = 0, 1, 2
+DENSE, RETRY = 3, 4  # lattice_join's summed-in-a-table result, and its call again without
 _NEG = -(2 ** 62)  # below every time: an open lower bound
 
 
@@ -180,8 +182,21 @@ def _seek(base, stride, lo, n, key, nk):
     return a
 
 
+@row_kernel
+def _pack_at(out_k, r, lows, spans, shifts):
+    """Row ``r`` of ``out_k`` packed (``wcoj.rows.Packing``), or -1 when a value lies
+    outside its column's range."""
+    q = 0
+    for c in range(out_k.shape[1]):
+        v = out_k[r, c] - lows[c]
+        if v < 0 or v > spans[c]:
+            return -1
+        q |= v << shifts[c]
+    return q
+
+
 @kernel
-def lattice_join(ta, tb, nk, arity_a, arity_b, t, a_map, b_map):
+def lattice_join(ta, tb, nk, arity_a, arity_b, t, a_map, b_map, lows, spans, shifts, dense_at):
     """``Σ_{t1 ⊔ t2 = t} a[t1] ⋈ b[t2]`` over the runs of two traces (module docstring),
     unconsolidated: ``(keys, weights, m, status, x, y)``, the first ``m`` rows valid.
 
@@ -191,12 +206,23 @@ def lattice_join(ta, tb, nk, arity_a, arity_b, t, a_map, b_map):
     ``zsets.cross_rows_into``). ``status`` is OK, or SUM_OVERFLOW / PRODUCT_OVERFLOW with
     ``x``, ``y`` the two weights that do not add up or multiply in int64 (row ``m`` then
     holds the output row at fault, for a product).
+
+    ``dense_at`` > 0: once ``dense_at`` rows are out, the rest are summed in a table of one
+    slot per output row packed by ``lows``/``spans``/``shifts`` (``wcoj.rows.Packing``, its
+    ``highs - lows`` as ``spans``; every output value must lie in its column's range), a
+    perfect-hash aggregate instead of a buffer of every row (the 10M rows of a
+    1,000-person closure). The result is then consolidated and sorted: ``keys`` holds
+    the packed rows in its one column, and ``status`` is ``DENSE``. A sum or product
+    that leaves int64 there, or a value out of range, returns ``RETRY``: call again with
+    ``dense_at`` 0 (which reports an overflow exactly).
     """
     d = t.shape[0]
     width = a_map.shape[1] + b_map.shape[1]
     cap = 16
     out_k, out_w = np.empty((cap, width), dtype=np.int64), np.empty(cap, dtype=np.int64)
     m = 0
+    table = np.zeros(0, dtype=np.int64)
+    dense = False
     alo, ahi = np.empty(d, dtype=np.int64), np.empty(d, dtype=np.int64)
     blo, bhi = np.empty(d, dtype=np.int64), np.empty(d, dtype=np.int64)
     for mask in range(1 << d):
@@ -263,6 +289,37 @@ def lattice_join(ta, tb, nk, arity_a, arity_b, t, a_map, b_map):
                 o_addr, o_w, no, bad = _consolidate(o_addr, o_w, k, ow)
                 if bad >= 0:
                     return out_k, out_w, m, SUM_OVERFLOW, 0, 0
+                if not dense and dense_at > 0 and m + (h - g) * no > dense_at:  # sum from here on
+                    size = 1
+                    for c in range(width):
+                        size += spans[c] << shifts[c]  # the greatest packed row, plus one
+                    table = np.zeros(size, dtype=np.int64)
+                    for r in range(m):
+                        q = _pack_at(out_k, r, lows, spans, shifts)
+                        if q < 0 or _add_overflows(table[q], out_w[r]):
+                            return out_k, out_w, 0, RETRY, 0, 0
+                        table[q] += out_w[r]
+                    dense = True
+                    m = 0
+                if dense:
+                    for i in range(g, h):
+                        for q in range(no):
+                            sa, sb = s_addr[i], o_addr[q]
+                            if not a_drives:
+                                sa, sb = sb, sa
+                            for c in range(a_map.shape[1]):
+                                out_k[0, a_map[0, c]] = load(sa, a_map[1, c])
+                            for c in range(b_map.shape[1]):
+                                out_k[0, b_map[0, c]] = load(sb, b_map[1, c])
+                            p = _pack_at(out_k, 0, lows, spans, shifts)
+                            if p < 0 or _mul_overflows(s_w[i], o_w[q]):
+                                return out_k, out_w, 0, RETRY, 0, 0
+                            x = s_w[i] * o_w[q]
+                            if _add_overflows(table[p], x):
+                                return out_k, out_w, 0, RETRY, 0, 0
+                            table[p] += x
+                    g = h
+                    continue
                 if m + (h - g) * no > cap:
                     cap = max(2 * cap, m + (h - g) * no)
                     out_k, out_w = grown(out_k, m, cap), grown(out_w, m, cap)
@@ -280,7 +337,19 @@ def lattice_join(ta, tb, nk, arity_a, arity_b, t, a_map, b_map):
                         out_w[m] = s_w[i] * o_w[q]
                         m += 1
             g = h
-    return out_k, out_w, m, OK, 0, 0
+    if not dense:
+        return out_k, out_w, m, OK, 0, 0
+    m = 0
+    for p in range(table.shape[0]):
+        if table[p] != 0:
+            m += 1
+    keys, w = np.empty((m, 1), dtype=np.int64), np.empty(m, dtype=np.int64)
+    m = 0
+    for p in range(table.shape[0]):
+        if table[p] != 0:
+            keys[m, 0], w[m] = p, table[p]
+            m += 1
+    return keys, w, m, DENSE, 0, 0
 
 
 @kernel

@@ -26,11 +26,12 @@ import numpy as np
 from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
 from wcoj.errors import CircuitError, WeightOverflowError
 from wcoj.indexed import IndexedZSet, _join_maps
-from wcoj.kernels.lattice import OK, PRODUCT_OVERFLOW, lattice_join
+from wcoj import config
+from wcoj.kernels.lattice import DENSE, OK, PRODUCT_OVERFLOW, RETRY, lattice_join
 from wcoj.kernels.memory import read_only
 from wcoj.operators.linear import infer_arity
 from wcoj.operators.traces import _idle, _soonest, integrate_trace, next_busy_iteration
-from wcoj.rows import Columns
+from wcoj.rows import Columns, Packing, packing_within
 from wcoj.time import Time, as_row
 from wcoj.trace import Trace
 from wcoj.zset import ZSet, raise_overflow
@@ -85,9 +86,19 @@ def join_lattice(a: IndexedZSet, b: IndexedZSet, a_prior: Trace, b_prior: Trace,
     width = a_prior.arity + b_prior.arity - nk
     a_map, b_map = _join_maps(a_prior.arity, nk, width, None if cols is None else cols.cols)
     ta, tb = a_prior.run_table(a, t), b_prior.run_table(b, t)
-    k, w, m, status, x, y = lattice_join(read_only(ta.table), read_only(tb.table), nk, a_prior.arity,
-                                         b_prior.arity, read_only(np.array(t, dtype=np.int64)),
-                                         read_only(a_map), read_only(b_map))
+    p = _dense_packing(a, b, a_prior, b_prior, a_map, b_map) if fn is None or cols is not None else None
+    args = (read_only(ta.table), read_only(tb.table), nk, a_prior.arity, b_prior.arity,
+            read_only(np.array(t, dtype=np.int64)), read_only(a_map), read_only(b_map))
+    if p is None:
+        k, w, m, status, x, y = lattice_join(*args, _NONE, _NONE, _NONE, 0)
+    else:
+        spans = read_only(p.highs - p.lows)
+        k, w, m, status, x, y = lattice_join(*args, read_only(p.lows), spans, read_only(p.shifts),
+                                             max(config.RADIX_MIN_ROWS, (1 << p.n_bits) // config.DENSE_SUM_SLOTS))
+        if status == RETRY:  # a weight that leaves int64: the row route names it
+            k, w, m, status, x, y = lattice_join(*args, _NONE, _NONE, _NONE, 0)
+    if status == DENSE:
+        return ZSet.from_arrays(p.unpack(k[:m, 0]), w[:m], arity=width if fn is None else arity)
     if status == PRODUCT_OVERFLOW:
         raise_overflow("*", x, y, tuple(k[m].tolist()))
     if status != OK:
@@ -99,6 +110,28 @@ def join_lattice(a: IndexedZSet, b: IndexedZSet, a_prior: Trace, b_prior: Trace,
     if fn is not None and cols is None:
         k = np.asarray(fn(k)).reshape(k.shape[0], -1)
     return ZSet.from_arrays(k, w, arity=out_arity)
+
+
+_NONE = read_only(np.zeros(0, dtype=np.int64))
+
+
+def _dense_packing(a: IndexedZSet, b: IndexedZSet, a_prior: Trace, b_prior: Trace, a_map, b_map) -> Packing | None:
+    """A packing of the join's output rows, from the bounds of the columns they are
+    copied from, when the batches are large enough that the join may write many rows
+    (``lattice_join`` then sums them in a table once they pass the table's size over
+    ``config.DENSE_SUM_SLOTS``) and the table has at most ``config.DENSE_SUM_MAX_BITS``
+    bits."""
+    if len(a) + len(b) < config.RADIX_MIN_ROWS:
+        return None
+    width = a_map.shape[1] + b_map.shape[1]
+    lows, highs = np.empty(width, dtype=np.int64), np.empty(width, dtype=np.int64)
+    for tr, batch, cmap in ((a_prior, a, a_map), (b_prior, b, b_map)):
+        bounds = tr.column_bounds(batch)
+        if bounds is None:
+            return None
+        lows[cmap[0]], highs[cmap[0]] = bounds[0][cmap[1]], bounds[1][cmap[1]]
+    p = packing_within(lows, highs)
+    return p if p is not None and p.n_bits <= config.DENSE_SUM_MAX_BITS else None
 
 
 class _Join(Operator):

@@ -8,11 +8,14 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wcoj.kernels.lattice import OK, PRODUCT_OVERFLOW, SUM_OVERFLOW, lattice_distinct, lattice_join, lattice_next
+from wcoj.kernels.lattice import (DENSE, OK, PRODUCT_OVERFLOW, RETRY, SUM_OVERFLOW, lattice_distinct, lattice_join,
+                                  lattice_next)
+from wcoj.rows import packing_within
 from wcoj.tables import RunTable
 
 I64_MAX = np.iinfo(np.int64).max
 D = 2  # (epoch, iteration) times
+NO_TABLE = (np.zeros(0, dtype=np.int64),) * 3 + (0,)  # lattice_join without its dense table
 
 
 def table(runs, width):
@@ -119,8 +122,8 @@ pair = st.tuples(st.tuples(st.integers(0, 2), st.integers(0, 2)), times, st.inte
 
 @settings(max_examples=300)
 @given(st.lists(st.lists(pair, max_size=6), max_size=3), st.lists(st.lists(pair, max_size=6), max_size=3),
-       times, st.booleans())
-def test_lattice_join_is_the_sum_over_time_pairs_that_meet_at_t(a_runs, b_runs, t, project):
+       times, st.booleans(), st.sampled_from([0, 1, 3]))
+def test_lattice_join_is_the_sum_over_time_pairs_that_meet_at_t(a_runs, b_runs, t, project, dense_at):
     ta, _ = table(a_runs, 2)
     tb, _ = table(b_runs, 2)
     cols = (2, 0) if project else (0, 1, 2)  # (b value, key) or the whole joined row
@@ -128,9 +131,17 @@ def test_lattice_join_is_the_sum_over_time_pairs_that_meet_at_t(a_runs, b_runs, 
     out = np.arange(len(cols), dtype=np.int64)
     a_map = np.stack([out[src < 2], src[src < 2]])
     b_map = np.stack([out[src >= 2], src[src >= 2] - 2 + 1])
-    k, w, m, status, _, _ = lattice_join(ta.table, tb.table, 1, 2, 2, np.array(t, dtype=np.int64), a_map, b_map)
-    assert status == OK
+    # dense_at > 0: past that many rows out, the rest are summed in a table over [0, 2]^width
+    p = packing_within(np.zeros(len(cols), dtype=np.int64), np.full(len(cols), 2, dtype=np.int64))
+    dense = (p.lows, p.highs - p.lows, p.shifts, dense_at) if dense_at else NO_TABLE
+    k, w, m, status, _, _ = lattice_join(ta.table, tb.table, 1, 2, 2, np.array(t, dtype=np.int64), a_map, b_map,
+                                         *dense)
+    assert status in ((OK, DENSE) if dense_at else (OK,))
     got = {}
+    if status == DENSE:  # consolidated already: sorted rows, none of weight 0
+        rows = p.unpack(k[:m, 0]).tolist()
+        assert rows == sorted(rows) and len(set(map(tuple, rows))) == m and all(w[:m])
+        k = np.array(rows, dtype=np.int64).reshape(m, len(cols))
     for i in range(m):
         row = tuple(k[i].tolist())
         got[row] = got.get(row, 0) + int(w[i])
@@ -150,14 +161,33 @@ def test_lattice_join_reports_overflow():
     ta, _ = table(a, 2)
     tb, _ = table(b, 2)
     maps = (np.array([[0, 1], [0, 1]], dtype=np.int64), np.array([[2], [1]], dtype=np.int64))
-    k, _, m, status, x, y = lattice_join(ta.table, tb.table, 1, 2, 2, np.array([0, 1], dtype=np.int64), *maps)
+    k, _, m, status, x, y = lattice_join(ta.table, tb.table, 1, 2, 2, np.array([0, 1], dtype=np.int64), *maps, *NO_TABLE)
     assert status == PRODUCT_OVERFLOW and {int(x), int(y)} == {I64_MAX, 2}
     assert k[m].tolist() == [1, 5, 7]
     two = [[((1, 5), (0, 0), I64_MAX)], [((1, 5), (0, 1), 1)]]  # one row, two times: the sum overflows
     ta, _ = table(two, 2)
     tb, _ = table([[((1, 7), (0, 2), 1)]], 2)
-    status = lattice_join(ta.table, tb.table, 1, 2, 2, np.array([0, 2], dtype=np.int64), *maps)[3]
+    status = lattice_join(ta.table, tb.table, 1, 2, 2, np.array([0, 2], dtype=np.int64), *maps, *NO_TABLE)[3]
     assert status == SUM_OVERFLOW
+    # summed in the table, a product or a sum that leaves int64 asks for the row route
+    t01 = np.array([0, 1], dtype=np.int64)
+    maps2 = (np.array([[0], [1]], dtype=np.int64), np.array([[1], [1]], dtype=np.int64))  # (a value, b value)
+    p2 = packing_within(np.zeros(2, dtype=np.int64), np.full(2, 7, dtype=np.int64))
+    dense2 = (p2.lows, p2.highs - p2.lows, p2.shifts, 1)  # the table from the second row out on
+    ta, _ = table([[((1, 5), (0, 1), 1)], [((2, 5), (0, 1), I64_MAX)]], 2)
+    tb, _ = table([[((1, 7), (0, 0), 1), ((2, 7), (0, 0), 2)]], 2)
+    assert lattice_join(ta.table, tb.table, 1, 2, 2, t01, *maps2, *dense2)[3] == RETRY  # I64_MAX * 2
+    assert lattice_join(ta.table, tb.table, 1, 2, 2, t01, *maps2, *NO_TABLE)[3] == PRODUCT_OVERFLOW
+    ta, _ = table([[((1, 5), (0, 1), I64_MAX)], [((2, 5), (0, 1), 1)]], 2)  # two keys, one output row (5, 7)
+    tb, _ = table([[((1, 7), (0, 0), 1), ((2, 7), (0, 0), 1)]], 2)
+    assert lattice_join(ta.table, tb.table, 1, 2, 2, t01, *maps2, *dense2)[3] == RETRY
+    assert lattice_join(ta.table, tb.table, 1, 2, 2, t01, *maps2, *NO_TABLE)[3] == OK
+    # a value outside the table's ranges: the row route too
+    ta, _ = table([[((1, 5), (0, 1), 1)], [((2, 5), (0, 1), 1)]], 2)
+    p3 = packing_within(np.zeros(2, dtype=np.int64), np.full(2, 6, dtype=np.int64))
+    assert lattice_join(ta.table, tb.table, 1, 2, 2, t01, *maps2, p3.lows, p3.highs - p3.lows, p3.shifts, 1)[3] == RETRY
+    ok = lattice_join(ta.table, tb.table, 1, 2, 2, t01, *maps2, *dense2)
+    assert ok[3] == DENSE and p2.unpack(ok[0][:ok[2], 0]).tolist() == [[5, 7]] and ok[1][:ok[2]].tolist() == [2]
 
 
 @settings(max_examples=300)

@@ -1,0 +1,70 @@
+"""Recursive rules over graphs large enough that the nested join sums its rows in a table
+(``kernels.lattice.lattice_join`` past ``dense_at`` rows) instead of writing each one:
+the closure must equal a breadth-first search, by ``q`` and by a view kept through
+retractions, and the table route must have run."""
+
+import numpy as np
+import pytest
+
+import wcoj.operators.join as join_module
+from queries.database import Database
+from wcoj.kernels.lattice import DENSE
+
+SCHEMA = '[{:db/ident :edge :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}]'
+RULES = {
+    "right": '[[(reach ?a ?b) [?a :edge ?b]] [(reach ?a ?b) [?a :edge ?x] (reach ?x ?b)]]',
+    "left": '[[(reach ?a ?b) [?a :edge ?b]] [(reach ?a ?b) (reach ?a ?x) [?x :edge ?b]]]',
+    "nonlinear": '[[(reach ?a ?b) [?a :edge ?b]] [(reach ?a ?b) (reach ?a ?x) (reach ?x ?b)]]',
+}
+QUERY = '[:find ?a ?b :in $ % :where (reach ?a ?b)]'
+
+
+def closure(edges: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    """Every pair (a, b) with a path from a to b, by a search from each node."""
+    out: dict[int, set[int]] = {}
+    for a, b in edges:
+        out.setdefault(a, set()).add(b)
+    pairs = set()
+    for a in out:
+        seen, todo = set(), [a]
+        while todo:
+            for b in out.get(todo.pop(), ()):
+                if b not in seen:
+                    seen.add(b)
+                    todo.append(b)
+        pairs |= {(a, b) for b in seen}
+    return pairs
+
+
+@pytest.fixture
+def statuses(monkeypatch):
+    seen = []
+    real = join_module.lattice_join
+
+    def spy(*args):
+        out = real(*args)
+        seen.append(int(out[3]))
+        return out
+
+    monkeypatch.setattr(join_module, "lattice_join", spy)
+    return seen
+
+
+@pytest.mark.parametrize("shape", sorted(RULES))
+def test_closure_through_the_table_route_is_a_search(shape, statuses):
+    rng = np.random.default_rng(7)
+    n = 120
+    src, dst = rng.integers(0, n, 600), rng.integers(0, n, 600)
+    db = Database()
+    db.transact(SCHEMA)
+    ids = db.transact([{":db/id": f"n{i}", ":edge": f"n{i}"} for i in range(n)]).tempids  # self loops
+    eid = np.array([ids[f"n{i}"] for i in range(n)])
+    db.load_datoms(eid[src], ":edge", eid[dst])
+    edges = {(int(eid[a]), int(eid[b])) for a, b in zip(src, dst)} | {(int(e), int(e)) for e in eid}
+    assert db.q(QUERY, RULES[shape]) == closure(edges)
+    assert DENSE in statuses
+    view = db.view(QUERY, RULES[shape])
+    for a, b in list(edges)[:40:4]:  # retractions, each a transaction the view takes
+        db.transact([[":db/retract", a, ":edge", b]])
+        edges.discard((a, b))
+    assert view.result() == closure(edges) == db.q(QUERY, RULES[shape])
