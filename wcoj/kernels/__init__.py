@@ -1,9 +1,10 @@
 """The compiled kernels, split by concept: ``memory`` (raw access, the decorators),
 ``search``, ``store`` (tries changed in place), ``program`` (the join program), ``count``
 (its count mode), ``tick`` (the change-by-change tick's helpers; ``wcoj.tickgen`` writes
-the rest), ``zsets`` (Z-set rows) and ``lattice`` (the nested-time join, distinct and
-next-busy of child circuits, over a trace's runs). Each has a pure-Python twin in the tests, which run
-again under ``NUMBA_DISABLE_JIT=1``.
+the rest), ``zsets`` (Z-set rows), ``runs`` (a trace's runs read by address: compared,
+sought, gathered per box of times, packed) and ``lattice`` (the nested-time join,
+distinct and next-busy of child circuits, over those runs). Each has a pure-Python twin
+in the tests, which run again under ``NUMBA_DISABLE_JIT=1``.
 
 Keeping a cold start short (``./dev bench first_use``; Numba's compile events,
 "numba:compile" in ``numba.core.event``, time each function):

@@ -16,13 +16,21 @@ t_j``, equal where ``m_j = 0``. Each side is consolidated per row within the box
 ``Trace.select`` would; the smaller side (by the run sizes in its box) is gathered whole and
 the other side is looked up by its keys, galloping forward through each run.
 
+Both have a table route for large inputs whose rows pack into few bits (a
+``wcoj.rows.Packing`` passed in): the join sums its rows in a table of one slot per packed
+row once it has written a quarter of the table's worth, and at the first epoch distinct
+sums each corner's integral over every entry in such tables in one pass over the runs.
+The helpers that read runs are in ``runs``.
+
 Inputs are int64; weights are checked (a sum or product that leaves int64 is reported,
 never wrapped).
 """
 
 import numpy as np
 
-from .memory import RUN_FIELDS, RUN_KEYS, RUN_N, RUN_WEIGHTS, grown, kernel, load, row_kernel
+from .memory import RUN_KEYS, RUN_N, RUN_WEIGHTS, grown, kernel, load
+from .runs import (_cmp_at, _consolidate, _gather_box, _in_box, _in_corner, _pack_at, _pack_row, _run_meets, _seek,
+                   _sort_rows)
 from .zsets import _add_overflows, _mul_overflows
 
 __all__ = ["lattice_join", "lattice_distinct", "lattice_next", "OK", "SUM_OVERFLOW", "PRODUCT_OVERFLOW", "DENSE",
@@ -31,168 +39,6 @@ __all__ = ["lattice_join", "lattice_distinct", "lattice_next", "OK", "SUM_OVERFL
 OK, SUM_OVERFLOW, PRODUCT_OVERFLOW = 0, 1, 2
 DENSE, RETRY = 3, 4  # lattice_join's summed-in-a-table result, and its call again without
 _NEG = -(2 ** 62)  # below every time: an open lower bound
-
-
-@row_kernel
-def _cmp_at(p, q, width):
-    """-1, 0 or 1: the first ``width`` int64s at address ``p`` against those at ``q``."""
-    for c in range(width):
-        x, y = load(p, c), load(q, c)
-        if x < y:
-            return -1
-        if x > y:
-            return 1
-    return 0
-
-
-@row_kernel
-def _in_box(p, col, lo, hi):
-    """True when the time stored at ``p`` from column ``col`` lies in ``[lo, hi]``."""
-    for j in range(lo.shape[0]):
-        x = load(p, col + j)
-        if x < lo[j] or x > hi[j]:
-            return False
-    return True
-
-
-@row_kernel
-def _run_meets(table, r, lo, hi):
-    """True when run ``r``'s time bounds may hold a time in ``[lo, hi]``."""
-    d = lo.shape[0]
-    if table[r, RUN_N] == 0:
-        return False
-    for j in range(d):
-        if table[r, RUN_FIELDS + j] > hi[j] or table[r, RUN_FIELDS + d + j] < lo[j]:
-            return False
-    return True
-
-
-@kernel
-def _sort_rows(addr, w, n, width):
-    """Sort ``addr[:n]`` (row addresses, ``w`` alongside) by the rows' first ``width``
-    values: a stable natural merge sort, which merges the ascending stretches the input
-    already has (entries gathered run by run come in a few sorted stretches: O(n) when
-    already sorted, O(n log k) for k stretches). Returns the sorted pair."""
-    a, b = addr[:n].copy(), w[:n].copy()
-    starts = np.empty(n + 1, dtype=np.int64)
-    k = 0
-    for i in range(n):
-        if i == 0 or _cmp_at(a[i], a[i - 1], width) < 0:
-            starts[k] = i
-            k += 1
-    starts[k] = n
-    if k <= 1:
-        return a, b
-    ta, tb = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-    while k > 1:
-        nk = 0
-        for r in range(0, k, 2):
-            lo = starts[r]
-            mid = starts[r + 1]
-            hi = starts[r + 2] if r + 2 <= k else mid
-            i, j, q = lo, mid, lo
-            while i < mid and j < hi:
-                if _cmp_at(a[j], a[i], width) < 0:
-                    ta[q], tb[q] = a[j], b[j]
-                    j += 1
-                else:
-                    ta[q], tb[q] = a[i], b[i]
-                    i += 1
-                q += 1
-            while i < mid:
-                ta[q], tb[q] = a[i], b[i]
-                i += 1
-                q += 1
-            while j < hi:
-                ta[q], tb[q] = a[j], b[j]
-                j += 1
-                q += 1
-            starts[nk] = lo
-            nk += 1
-        starts[nk] = n
-        k = nk
-        a, ta = ta, a
-        b, tb = tb, b
-    return a, b
-
-
-@kernel
-def _consolidate(addr, w, n, width):
-    """Sort ``n`` entries by row and add the weights of equal rows, dropping zero sums:
-    ``(addrs, weights, m, bad)`` with ``bad`` the entry whose sum leaves int64, or -1."""
-    a, b = _sort_rows(addr, w, n, width)
-    m = 0
-    i = 0
-    while i < n:
-        acc = b[i]
-        j = i + 1
-        while j < n and _cmp_at(a[j], a[i], width) == 0:
-            if _add_overflows(acc, b[j]):
-                return a, b, m, j
-            acc += b[j]
-            j += 1
-        if acc != 0:
-            a[m], b[m] = a[i], acc
-            m += 1
-        i = j
-    return a, b, m, -1
-
-
-@kernel
-def _gather_box(table, width, lo, hi):
-    """Every entry of the runs in ``table`` whose time lies in ``[lo, hi]``, consolidated
-    per row: ``(row addresses, weights, m, bad)``."""
-    total = 0
-    for r in range(table.shape[0]):
-        if _run_meets(table, r, lo, hi):
-            total += table[r, RUN_N]
-    addr, w = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
-    n = 0
-    stride = 8 * (width + lo.shape[0])
-    for r in range(table.shape[0]):
-        if not _run_meets(table, r, lo, hi):
-            continue
-        base, wb = table[r, RUN_KEYS], table[r, RUN_WEIGHTS]
-        for p in range(table[r, RUN_N]):
-            row = base + stride * p
-            if _in_box(row, width, lo, hi):
-                addr[n], w[n] = row, load(wb, p)
-                n += 1
-    return _consolidate(addr, w, n, width)
-
-
-@row_kernel
-def _seek(base, stride, lo, n, key, nk):
-    """The first position in ``[lo, n)`` of a run whose key (first ``nk`` values) is not
-    below the key at address ``key``: galloping from ``lo``."""
-    if lo >= n or _cmp_at(base + stride * lo, key, nk) >= 0:
-        return lo
-    step, prev, cur = 1, lo, lo + 1
-    while cur < n and _cmp_at(base + stride * cur, key, nk) < 0:
-        prev = cur
-        step *= 2
-        cur = prev + step
-    a, b = prev + 1, min(cur, n)
-    while a < b:
-        mid = (a + b) >> 1
-        if _cmp_at(base + stride * mid, key, nk) < 0:
-            a = mid + 1
-        else:
-            b = mid
-    return a
-
-
-@row_kernel
-def _pack_at(out_k, r, lows, spans, shifts):
-    """Row ``r`` of ``out_k`` packed (``wcoj.rows.Packing``), or -1 when a value lies
-    outside its column's range."""
-    q = 0
-    for c in range(out_k.shape[1]):
-        v = out_k[r, c] - lows[c]
-        if v < 0 or v > spans[c]:
-            return -1
-        q |= v << shifts[c]
-    return q
 
 
 @kernel
@@ -353,7 +199,7 @@ def lattice_join(ta, tb, nk, arity_a, arity_b, t, a_map, b_map, lows, spans, shi
 
 
 @kernel
-def lattice_distinct(table, n_prior, arity, t, extra, scheduled):
+def lattice_distinct(table, n_prior, arity, t, extra, scheduled, lows, spans, shifts):
     """The change of ``distinct`` at the lattice time ``t`` over whole rows
     (``wcoj.operators.traces.lattice_delta``): ``(rows, weights, m, bad, plan_rows,
     plan_its, s)``, the first ``m`` rows valid, sorted; ``bad`` >= 0 when a row's corner sum
@@ -373,6 +219,14 @@ def lattice_distinct(table, n_prior, arity, t, extra, scheduled):
     which are exactly the other rows that can change; and it gets, for the batch's rows,
     the plan ``(plan_its[:s], plan_rows[:s])``: every later iteration at which an earlier
     epoch holds one of them.
+
+    ``lows``/``spans``/``shifts`` (a ``wcoj.rows.Packing`` of every row of the runs and
+    ``extra``, its ``highs - lows`` as ``spans``; empty: none) at the first epoch (``t[0]``
+    0, when nothing is planned): the corner integrals are summed over every entry up to
+    ``t`` into tables of one slot per packed row, in one pass over the runs, instead of
+    looked up run by run for each candidate (many candidates against runs not much larger
+    than them: the first tick of a recursive query). A sum that leaves int64 or a row out
+    of range returns ``bad`` -2: call again without the packing.
     """
     d = t.shape[0]
     corners = np.empty((1 << d, d), dtype=np.int64)
@@ -449,6 +303,40 @@ def lattice_distinct(table, n_prior, arity, t, extra, scheduled):
     plan_rows, plan_its = np.empty((cap, arity), dtype=np.int64), np.empty(cap, dtype=np.int64)
     s = 0
     m = 0
+    if lows.shape[0] and t[0] == 0:  # every corner's integral of every row, in tables
+        size = 1
+        for c in range(arity):
+            size += spans[c] << shifts[c]
+        sums2 = np.zeros((nco, size), dtype=np.int64)
+        for r in range(nr):
+            if not live[r]:
+                continue
+            base, wbase, nn = table[r, RUN_KEYS], table[r, RUN_WEIGHTS], table[r, RUN_N]
+            for p in range(nn):
+                row = base + stride * p
+                q = _pack_row(row, arity, lows, spans, shifts)
+                if q < 0:
+                    return out_k, out_w, 0, -2, plan_rows, plan_its, 0
+                x = load(wbase, p)
+                for c in range(nco):
+                    if _in_corner(row, arity, corners, c):
+                        if _add_overflows(sums2[c, q], x):
+                            return out_k, out_w, 0, -2, plan_rows, plan_its, 0
+                        sums2[c, q] += x
+        for k in range(nc):
+            q = _pack_row(cand[k], arity, lows, spans, shifts)
+            if q < 0:
+                return out_k, out_w, 0, -2, plan_rows, plan_its, 0
+            delta = 0
+            for c in range(nco):
+                if sums2[c, q] > 0:
+                    delta += signs[c]
+            if delta != 0:
+                for c in range(arity):
+                    out_k[m, c] = load(cand[k], c)
+                out_w[m] = delta
+                m += 1
+        return out_k, out_w, m, -1, plan_rows, plan_its, 0
     for k in range(nc):
         key = cand[k]
         for c in range(nco):
@@ -470,12 +358,7 @@ def lattice_distinct(table, n_prior, arity, t, extra, scheduled):
                     plan_its[s] = load(row, arity + 1)
                     s += 1
                 for c in range(nco):
-                    inside = True
-                    for j in range(d):
-                        if load(row, arity + j) > corners[c, j]:
-                            inside = False
-                            break
-                    if inside:
+                    if _in_corner(row, arity, corners, c):
                         x = load(wbase, p)
                         if _add_overflows(sums[c], x):
                             for q in range(arity):  # row m: the row at fault

@@ -33,9 +33,11 @@ import numpy as np
 
 from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
 from wcoj.errors import CircuitError, WeightOverflowError
+from wcoj import config
 from wcoj.indexed import IndexedZSet
 from wcoj.kernels.memory import read_only
 from wcoj.kernels.lattice import lattice_distinct, lattice_next
+from wcoj.rows import Packing, column_bounds, packing_within
 from wcoj.time import Box, Time, as_row
 from wcoj.trace import Trace
 from wcoj.zset import ZSet
@@ -166,14 +168,46 @@ def _lattice_distinct(batch: ZSet, prior: Trace, t: tuple[int, ...], extra: Any,
     ``scheduled`` as there): ``(change, plan rows, plan iterations)``."""
     arity = prior.arity
     table = prior.run_table(batch, t)
-    k, w, m, bad, plan_rows, plan_its, s = lattice_distinct(
-        read_only(table.table), len(prior._all_runs()), arity, read_only(np.array(t, dtype=np.int64)),
-        read_only(np.ascontiguousarray(extra)), scheduled)
+    extra = read_only(np.ascontiguousarray(extra))
+    args = (read_only(table.table), len(prior._all_runs()), arity, read_only(np.array(t, dtype=np.int64)),
+            extra, scheduled)
+    p = _first_epoch_packing(batch, prior, t, extra)
+    if p is not None:
+        k, w, m, bad, plan_rows, plan_its, s = lattice_distinct(*args, read_only(p.lows),
+                                                                read_only(p.highs - p.lows), read_only(p.shifts))
+    if p is None or bad == -2:  # (-2: a sum beyond int64 there; the lookups name it)
+        k, w, m, bad, plan_rows, plan_its, s = lattice_distinct(*args, _NONE, _NONE, _NONE)
     if bad >= 0:
         raise WeightOverflowError(f"distinct: the accumulated weight of row "
                                   f"{tuple(k[m].tolist())} does not fit in int64")
     out = ZSet(k[:m], w[:m]) if m else ZSet.empty(arity)
     return out, plan_rows[:s], plan_its[:s]
+
+
+_NONE = read_only(np.zeros(0, dtype=np.int64))
+
+
+def _first_epoch_packing(batch: ZSet, prior: Trace, t: tuple[int, ...], extra: np.ndarray) -> Packing | None:
+    """A packing of every row of ``prior``, ``batch`` and ``extra`` for ``lattice_distinct``
+    to sum the corner integrals in tables, or None: only at the first epoch (nothing
+    planned), for a batch of at least ``config.RADIX_MIN_ROWS`` rows and a quarter of the
+    trace (the one pass reads the whole trace, the lookups only the candidates' rows), and
+    within ``config.DENSE_SUM_MAX_BITS`` bits and ``config.DENSE_SUM_SLOTS`` slots per
+    entry read."""
+    n, held = len(batch), len(prior)
+    if t[0] != 0 or n < config.RADIX_MIN_ROWS or 4 * n < held:
+        return None
+    bounds = prior.column_bounds(batch)
+    if bounds is None:
+        return None
+    lows, highs = bounds
+    if len(extra):
+        el, eh = column_bounds(extra)
+        lows, highs = np.minimum(lows, el), np.maximum(highs, eh)
+    p = packing_within(lows, highs)
+    if p is None or p.n_bits > config.DENSE_SUM_MAX_BITS or (1 << p.n_bits) > config.DENSE_SUM_SLOTS * (n + held):
+        return None
+    return p
 
 
 def _epoch_boxes(t: tuple[int, ...]) -> list[Box]:

@@ -16,6 +16,11 @@ from wcoj.tables import RunTable
 I64_MAX = np.iinfo(np.int64).max
 D = 2  # (epoch, iteration) times
 NO_TABLE = (np.zeros(0, dtype=np.int64),) * 3 + (0,)  # lattice_join without its dense table
+NO_PACKING = (np.zeros(0, dtype=np.int64),) * 3  # lattice_distinct without its tables
+
+
+def arr(xs):
+    return np.array(xs, dtype=np.int64)
 
 
 def table(runs, width):
@@ -54,13 +59,16 @@ entry = st.tuples(st.tuples(st.integers(0, 3)), times, st.integers(-2, 2))
 
 @settings(max_examples=300)
 @given(st.lists(st.lists(entry, max_size=8), max_size=4), st.lists(st.tuples(st.integers(0, 3)), unique=True, max_size=3),
-       st.lists(st.sampled_from([-1, 1, 2]), min_size=3, max_size=3), times)
-def test_lattice_distinct_is_the_inclusion_exclusion_over_every_row(prior, batch_rows, bw, t):
+       st.lists(st.sampled_from([-1, 1, 2]), min_size=3, max_size=3), times, st.booleans())
+def test_lattice_distinct_is_the_inclusion_exclusion_over_every_row(prior, batch_rows, bw, t, dense):
+    """Also with a packing of the rows (values 0..3), which at the first epoch sums the
+    corner integrals in tables."""
     batch = sorted(batch_rows)
     rt, _ = table(prior + [[(r, t, w) for r, w in zip(batch, bw)]], 1)
     n_prior = table(prior, 1)[1]  # the batch's run comes last
+    packing = (arr([0]), arr([3]), arr([0])) if dense else NO_PACKING
     k, w, m, bad, _, _, _ = lattice_distinct(rt.table, n_prior, 1, np.array(t, dtype=np.int64),
-                                             np.zeros((0, 1), dtype=np.int64), False)
+                                             np.zeros((0, 1), dtype=np.int64), False, *packing)
     assert bad == -1
     entries = [e for run in prior for e in run] + [(r, t, w) for r, w in zip(batch, bw)]
     want = {}
@@ -77,8 +85,12 @@ def test_lattice_distinct_is_the_inclusion_exclusion_over_every_row(prior, batch
 def test_lattice_distinct_reports_the_row_whose_sum_overflows():
     rt, n = table([[((4,), (0, 0), I64_MAX)], [((4,), (0, 1), 1)]], 1)
     k, _, m, bad, _, _, _ = lattice_distinct(rt.table, n, 1, np.array([0, 1], dtype=np.int64),
-                                             np.zeros((0, 1), dtype=np.int64), False)
+                                             np.zeros((0, 1), dtype=np.int64), False, *NO_PACKING)
     assert bad >= 0 and k[m].tolist() == [4]
+    # summed in tables: -2, call again without them; so is a row outside the packing
+    for packing in ((arr([0]), arr([7]), arr([0])), (arr([0]), arr([3]), arr([0]))):
+        assert lattice_distinct(rt.table, n, 1, np.array([0, 1], dtype=np.int64),
+                                np.zeros((0, 1), dtype=np.int64), False, *packing)[3] == -2
 
 
 def stored(runs):
@@ -108,8 +120,9 @@ def test_lattice_distinct_with_a_plan_equals_the_scan_and_plans_every_later_iter
     planned = sorted({row for row, s in held if s[0] == t[0] and below(s, t)}
                      & {row for row, s in held if s[0] < t[0] and s[1] == t[1]})
     extra = np.array(planned, dtype=np.int64).reshape(len(planned), 1)
-    got = lattice_distinct(rt.table, n_prior, 1, np.array(t, dtype=np.int64), extra, True)
-    want = lattice_distinct(rt.table, n_prior, 1, np.array(t, dtype=np.int64), np.zeros((0, 1), dtype=np.int64), False)
+    got = lattice_distinct(rt.table, n_prior, 1, np.array(t, dtype=np.int64), extra, True, *NO_PACKING)
+    want = lattice_distinct(rt.table, n_prior, 1, np.array(t, dtype=np.int64), np.zeros((0, 1), dtype=np.int64), False,
+                            *NO_PACKING)
     assert got[3] == want[3] == -1
     assert got[0][:got[2]].tolist() == want[0][:want[2]].tolist()
     assert got[1][:got[2]].tolist() == want[1][:want[2]].tolist()
