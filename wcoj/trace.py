@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from wcoj import config
 from wcoj.errors import ArityMismatchError, InputError
 from wcoj.indexed import IndexedZSet
 from wcoj.kernels.memory import read_only
@@ -130,8 +131,9 @@ class _Run:
         self._bounds = None
 
     def bounds(self) -> tuple[I64, I64]:
-        """Per row column (times left out), the least and greatest value (one pass, made
-        on first use); the run must not be empty."""
+        """Per row column (times left out), the least and greatest value, or bounds around
+        them (one pass, made on first use; a merged run takes its runs' bounds, which its
+        cancellations may leave wider than its values); the run must not be empty."""
         if self._bounds is None:
             lows, highs = column_bounds(self.z.keys)
             self._bounds = lows[: self.arity], highs[: self.arity]
@@ -277,11 +279,15 @@ class Trace:
             raise InputError(f"time {time!r} has {len(row)} coordinates; this trace's times have {self.n_dims}")
         return row
 
-    def _timed(self, z: ZSet, row: tuple[int, ...]) -> ZSet:
+    def _timed(self, z: ZSet, row: tuple[int, ...]) -> tuple[ZSet, tuple[I64, I64] | None]:
+        """``z`` with the time ``row`` appended to each row, and the bounds of its columns
+        when it is large enough that a join may pack them (``Trace.column_bounds``)."""
         # Rows are sorted and unique and all share one time, so appending it keeps that.
         keys = np.empty((len(z), self.arity + self.n_dims), dtype=np.int64)
-        timed_into(read_only(z.keys), np.array(row, dtype=np.int64), keys)
-        return ZSet(keys, np.ascontiguousarray(z.weights))
+        n = self.arity if len(z) >= config.RADIX_MIN_ROWS else 0
+        lows, highs = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        timed_into(read_only(z.keys), np.array(row, dtype=np.int64), keys, lows, highs)
+        return ZSet(keys, np.ascontiguousarray(z.weights)), (lows, highs) if n else None
 
     def insert(self, batch: ZSet | IndexedZSet, time: Time) -> Trace:
         """A new trace with ``batch`` added at ``time`` (``trace_append``).
@@ -299,7 +305,10 @@ class Trace:
         if z.is_empty():
             return self
         recent = list(self.recent)
-        recent.append(_Run(self._timed(z, row), self.n_key, self.arity, (row, row)))
+        timed, bounds = self._timed(z, row)
+        run = _Run(timed, self.n_key, self.arity, (row, row))
+        run._bounds = bounds
+        recent.append(run)
         self._merge_tail(recent, None)
         return self._replace(recent=tuple(r for r in recent if len(r)))
 
@@ -335,6 +344,13 @@ class Trace:
             runs.append(self._merge([a, b], f))
 
     def _merge(self, runs: list[_Run], f: tuple[int, ...] | None) -> _Run:
+        out = self._merged(runs, f)
+        known = [r._bounds for r in runs if r.n]
+        if out.n and known and all(b is not None for b in known):  # a merge adds no value
+            out._bounds = (np.min([b[0] for b in known], axis=0), np.max([b[1] for b in known], axis=0))
+        return out
+
+    def _merged(self, runs: list[_Run], f: tuple[int, ...] | None) -> _Run:
         if all(_at_or_after(r, f) for r in runs):  # no time to rewrite: linear merges of
             zs = sorted((r.z for r in runs), key=len, reverse=True)  # consolidated runs
             while len(zs) > 1:
@@ -380,7 +396,7 @@ class Trace:
         if z is None or z.is_empty():
             return self._table
         row = self._time_row(time)
-        timed = self._timed(z, row)
+        timed = self._timed(z, row)[0]
         return self._table.plus_row(RunTable.row(timed.keys, timed.weights, row, row), [timed])
 
     def column_bounds(self, batch: ZSet | IndexedZSet | None = None) -> tuple[I64, I64] | None:

@@ -306,13 +306,24 @@ def strictly_increasing(keys):
 
 
 @kernel
-def timed_into(keys, time, out):
+def timed_into(keys, time, out, lows, highs):
     """``out[i]``: row ``keys[i]`` followed by the columns of ``time`` (a trace's run of
-    rows that share one time)."""
+    rows that share one time); and, when ``lows`` has a slot per column (and there is a
+    row), each column's least and greatest value, in the same pass."""
     k, d = keys.shape[1], time.shape[0]
+    bounds = lows.shape[0] == k and keys.shape[0] > 0
+    if bounds:
+        for j in range(k):
+            lows[j] = highs[j] = keys[0, j]
     for i in range(keys.shape[0]):
         for j in range(k):
-            out[i, j] = keys[i, j]
+            x = keys[i, j]
+            out[i, j] = x
+            if bounds:
+                if x < lows[j]:
+                    lows[j] = x
+                elif x > highs[j]:
+                    highs[j] = x
         for j in range(d):
             out[i, k + j] = time[j]
 

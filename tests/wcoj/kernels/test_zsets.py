@@ -298,9 +298,12 @@ def test_strictly_increasing_is_pythons_comparison_of_adjacent_tuples(rows, stri
     assert bool(wk.strictly_increasing(np.array(sorted(set(map(tuple, rows))), np.int64).reshape(-1, 2)))
 
 
-@given(st.lists(st.tuples(int64s, int64s), max_size=20), st.lists(int64s, min_size=1, max_size=3))
-def test_timed_into_appends_the_time_to_every_row(rows, time):
+@given(st.lists(st.tuples(int64s, int64s), max_size=20), st.lists(int64s, min_size=1, max_size=3), st.booleans())
+def test_timed_into_appends_the_time_to_every_row_and_bounds_the_columns(rows, time, bounds):
     keys = np.array(rows, np.int64).reshape(len(rows), 2)
     out = np.full((len(rows), 2 + len(time)), SENTINEL, dtype=np.int64)
-    wk.timed_into(keys, arr(time), out)
+    lows, highs = np.full(2 if bounds else 0, SENTINEL), np.full(2 if bounds else 0, SENTINEL)
+    wk.timed_into(keys, arr(time), out, lows, highs)
     assert out.tolist() == [list(r) + list(time) for r in rows]
+    if bounds and rows:
+        assert lows.tolist() == keys.min(axis=0).tolist() and highs.tolist() == keys.max(axis=0).tolist()
