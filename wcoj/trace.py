@@ -64,7 +64,6 @@ from wcoj.zset import ZSet, consolidate_sorted_parts
 __all__ = ["Trace", "row_ids", "ranges_to_indices"]
 
 I64 = npt.NDArray[np.int64]
-MERGE_RATIO = 2  # a run is merged into the one before it once it is at least half its size
 
 
 def ranges_to_indices(lo: I64, hi: I64) -> I64:
@@ -309,7 +308,7 @@ class Trace:
         run = _Run(timed, self.n_key, self.arity, (row, row))
         run._bounds = bounds
         recent.append(run)
-        self._merge_tail(recent, None)
+        self._merge_tail(recent, None, config.TRACE_RUNS)  # an epoch's few iterations: no merges
         return self._replace(recent=tuple(r for r in recent if len(r)))
 
     def append_untimed(self, batch: ZSet | IndexedZSet) -> Trace:
@@ -336,9 +335,10 @@ class Trace:
         self._merge_tail(runs, f)
         return Trace(self.arity, self.n_key, self.n_dims, tuple(r for r in runs if len(r)), (), f)
 
-    def _merge_tail(self, runs: list[_Run], f: tuple[int, ...] | None) -> None:
-        """Merge the last runs while one is at least half the size of the one before it."""
-        while len(runs) >= 2 and len(runs[-2]) <= MERGE_RATIO * len(runs[-1]):
+    def _merge_tail(self, runs: list[_Run], f: tuple[int, ...] | None, unmerged: int = 0) -> None:
+        """Past ``unmerged`` runs, merge the last runs while one is at least ``1 /
+        config.TRACE_MERGE_RATIO`` of the size of the one before it."""
+        while len(runs) >= 2 and len(runs) > unmerged and len(runs[-2]) <= config.TRACE_MERGE_RATIO * len(runs[-1]):
             b = runs.pop()
             a = runs.pop()
             runs.append(self._merge([a, b], f))

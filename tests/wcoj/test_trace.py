@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from wcoj import config
 from wcoj.errors import ArityMismatchError, InputError
 from wcoj.indexed import IndexedZSet
 from wcoj.time import Box, join, leq, lt, meet
@@ -82,6 +83,7 @@ def test_root_advance_collapses_earlier_ticks_into_one_time():
 
 @given(st.lists(st.integers(1, 40), min_size=1, max_size=30))
 def test_runs_shrink_geometrically(sizes):
+    """An epoch per insert: the spine's runs merge geometrically."""
     tr, total, start = Trace(arity=1), {}, 0
     for t, n in enumerate(sizes):
         rows = [(start + j,) for j in range(n)]  # fresh rows: nothing cancels
@@ -92,6 +94,31 @@ def test_runs_shrink_geometrically(sizes):
         assert all(a > 2 * b for a, b in zip(runs, runs[1:])), runs
         assert len(runs) <= int(np.log2(max(sum(sizes), 1))) + 2
     assert tr.consolidate().to_dict() == total
+
+
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=30), st.sampled_from([0, 1, 8]))
+def test_an_epochs_runs_merge_only_past_the_unmerged_few(sizes, unmerged):
+    """Inserts within one epoch (iterations (0, i)): up to ``config.TRACE_RUNS`` runs stay
+    as inserted, past them each is less than half the one before it; the epoch's end
+    makes them one run of the spine."""
+    saved, config.TRACE_RUNS = config.TRACE_RUNS, unmerged
+    try:
+        tr, total, start = Trace(arity=1, n_dims=2), {}, 0
+        for i, n in enumerate(sizes):
+            rows = [(start + j,) for j in range(n)]
+            start += n
+            tr = tr.insert(ZSet.from_rows(rows), (0, i))
+            total.update({r: 1 for r in rows})
+            runs = [len(r) for r in tr.recent]
+            assert len(runs) == i + 1 if i < unmerged else len(runs) >= min(unmerged, i + 1)
+            if len(runs) > max(unmerged, 1):
+                assert runs[-2] > config.TRACE_MERGE_RATIO * runs[-1], runs
+            assert len(runs) <= unmerged + int(np.log2(max(sum(sizes), 1))) + 2
+        tr = tr.advance((1, 0))
+        assert len(tr.run_sizes()) == 1 and not tr.recent
+        assert tr.consolidate().to_dict() == total
+    finally:
+        config.TRACE_RUNS = saved
 
 
 def test_insert_at_an_existing_time_adds_into_that_batch_and_cancels():
