@@ -64,6 +64,7 @@ from wcoj.zset import ZSet, consolidate_sorted_parts
 __all__ = ["Trace", "row_ids", "ranges_to_indices"]
 
 I64 = npt.NDArray[np.int64]
+_LAST_TIMED: list = [None]  # (z, time row, timed z, bounds) of the last large Trace._timed
 
 
 def ranges_to_indices(lo: I64, hi: I64) -> I64:
@@ -280,13 +281,22 @@ class Trace:
 
     def _timed(self, z: ZSet, row: tuple[int, ...]) -> tuple[ZSet, tuple[I64, I64] | None]:
         """``z`` with the time ``row`` appended to each row, and the bounds of its columns
-        when it is large enough that a join may pack them (``Trace.column_bounds``)."""
+        when it is large enough that a join may pack them (``Trace.column_bounds``).
+
+        The last large result is kept for the next call with the same ``z`` and time: a
+        nested join reads a batch as one more run (``run_table``) right before the trace
+        appends it (``insert``), and both need it timed."""
+        last = _LAST_TIMED[0]
+        if last is not None and last[0] is z and last[1] == row:
+            return last[2], last[3]
         # Rows are sorted and unique and all share one time, so appending it keeps that.
         keys = np.empty((len(z), self.arity + self.n_dims), dtype=np.int64)
         n = self.arity if len(z) >= config.RADIX_MIN_ROWS else 0
         lows, highs = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
         timed_into(read_only(z.keys), np.array(row, dtype=np.int64), keys, lows, highs)
-        return ZSet(keys, np.ascontiguousarray(z.weights)), (lows, highs) if n else None
+        out = ZSet(keys, np.ascontiguousarray(z.weights)), (lows, highs) if n else None
+        _LAST_TIMED[0] = (z, row, *out) if n else None
+        return out
 
     def insert(self, batch: ZSet | IndexedZSet, time: Time) -> Trace:
         """A new trace with ``batch`` added at ``time`` (``trace_append``).
