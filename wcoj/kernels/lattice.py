@@ -29,8 +29,8 @@ never wrapped).
 import numpy as np
 
 from .memory import RUN_KEYS, RUN_N, RUN_WEIGHTS, grown, kernel, load
-from .runs import (_cmp_at, _consolidate, _gather_box, _in_box, _in_corner, _pack_at, _pack_row, _run_meets, _seek,
-                   _sort_rows)
+from .runs import (_cmp_at, _consolidate, _fields, _gather_box, _in_box, _in_corner, _pack_at, _pack_row, _run_meets,
+                   _seek, _sort_rows)
 from .zsets import _add_overflows, _mul_overflows
 
 __all__ = ["lattice_join", "lattice_distinct", "lattice_next", "OK", "SUM_OVERFLOW", "PRODUCT_OVERFLOW", "DENSE",
@@ -69,6 +69,7 @@ def lattice_join(ta, tb, nk, arity_a, arity_b, t, a_map, b_map, lows, spans, shi
     m = 0
     table = np.zeros(0, dtype=np.int64)
     dense = False
+    opart = np.empty(16, dtype=np.int64)  # the other side's rows' packed fields, per key
     alo, ahi = np.empty(d, dtype=np.int64), np.empty(d, dtype=np.int64)
     blo, bhi = np.empty(d, dtype=np.int64), np.empty(d, dtype=np.int64)
     for mask in range(1 << d):
@@ -147,20 +148,23 @@ def lattice_join(ta, tb, nk, arity_a, arity_b, t, a_map, b_map, lows, spans, shi
                         table[q] += out_w[r]
                     dense = True
                     m = 0
-                if dense:
+                if dense:  # packed row = the driving row's fields + the other row's
+                    smap, omap = (a_map, b_map) if a_drives else (b_map, a_map)
+                    if no > opart.shape[0]:
+                        opart = np.empty(2 * no, dtype=np.int64)
+                    for q in range(no):
+                        opart[q] = _fields(o_addr[q], omap, lows, spans, shifts)
+                        if opart[q] < 0:
+                            return out_k, out_w, 0, RETRY, 0, 0
                     for i in range(g, h):
+                        sp, wi = _fields(s_addr[i], smap, lows, spans, shifts), s_w[i]
+                        if sp < 0:
+                            return out_k, out_w, 0, RETRY, 0, 0
                         for q in range(no):
-                            sa, sb = s_addr[i], o_addr[q]
-                            if not a_drives:
-                                sa, sb = sb, sa
-                            for c in range(a_map.shape[1]):
-                                out_k[0, a_map[0, c]] = load(sa, a_map[1, c])
-                            for c in range(b_map.shape[1]):
-                                out_k[0, b_map[0, c]] = load(sb, b_map[1, c])
-                            p = _pack_at(out_k, 0, lows, spans, shifts)
-                            if p < 0 or _mul_overflows(s_w[i], o_w[q]):
+                            if _mul_overflows(wi, o_w[q]):
                                 return out_k, out_w, 0, RETRY, 0, 0
-                            x = s_w[i] * o_w[q]
+                            x = wi * o_w[q]
+                            p = sp + opart[q]
                             if _add_overflows(table[p], x):
                                 return out_k, out_w, 0, RETRY, 0, 0
                             table[p] += x

@@ -194,3 +194,18 @@ def _pack_row(row, arity, lows, spans, shifts):
             return -1
         q |= v << shifts[c]
     return q
+
+
+@row_kernel
+def _fields(row, cmap, lows, spans, shifts):
+    """The packed fields of the output columns ``cmap[0]`` that come from columns
+    ``cmap[1]`` of the row at address ``row`` (their OR with the other side's fields is
+    the output row packed), or -1 when a value lies outside its column's range."""
+    q = 0
+    for c in range(cmap.shape[1]):
+        oc = cmap[0, c]
+        v = load(row, cmap[1, c]) - lows[oc]
+        if v < 0 or v > spans[oc]:
+            return -1
+        q |= v << shifts[oc]
+    return q
