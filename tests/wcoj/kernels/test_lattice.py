@@ -213,3 +213,16 @@ def test_lattice_next_is_the_least_later_iteration_of_an_earlier_epoch_for_an_ep
     keys = {row[0] for row, s in stored(src) if s[0] == t[0] and below(s, t)}
     its = [s[1] for row, s in stored(dst) if row[0] in keys and s[0] < t[0] and s[1] > t[1]]
     assert got == (min(its) if its else -1)
+
+
+def test_lattice_join_moves_the_rows_it_wrote_into_the_table_when_it_switches():
+    """Three keys, one output row each; the table from the third row on: the two rows
+    written before it go into the table too, each as itself."""
+    ta, _ = table([[((k, 10 + k), (0, 1), k) for k in (1, 2, 3)]], 2)
+    tb, _ = table([[((k, 20 + k), (0, 0), 1) for k in (1, 2, 3)]], 2)
+    maps = (np.array([[0], [1]], dtype=np.int64), np.array([[1], [1]], dtype=np.int64))  # (a value, b value)
+    p = packing_within(arr([10, 20]), arr([13, 23]))
+    k, w, m, status, _, _ = lattice_join(ta.table, tb.table, 1, 2, 2, np.array([0, 1], dtype=np.int64), *maps,
+                                         p.lows, p.highs - p.lows, p.shifts, 2)
+    assert status == DENSE
+    assert p.unpack(k[:m, 0]).tolist() == [[11, 21], [12, 22], [13, 23]] and w[:m].tolist() == [1, 2, 3]
