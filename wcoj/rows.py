@@ -19,8 +19,8 @@ from wcoj import config
 from wcoj.kernels.memory import read_only
 from wcoj.kernels.zsets import column_bounds_into, pack_rows_into, radix_sort_into, strictly_increasing
 
-__all__ = ["Columns", "Packing", "packing_for", "row_order", "packed_sort", "sorted_runs", "column_bounds", "group_starts",
-           "is_sorted_unique"]
+__all__ = ["Columns", "Packing", "packing_for", "packing_within", "union_bounds", "NO_PACKING", "row_order",
+           "packed_sort", "sorted_runs", "column_bounds", "group_starts", "is_sorted_unique"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -76,6 +76,11 @@ class Packing:
             return 0
         return int(self.shifts[0]) + (int(self.highs[0]) - int(self.lows[0])).bit_length()
 
+    def kernel_args(self) -> tuple[I64, I64, I64]:
+        """``(lows, spans, shifts)`` (read-only; ``spans`` = ``highs - lows``), as the
+        table routes of ``kernels.lattice`` take a packing; ``NO_PACKING`` for none."""
+        return read_only(self.lows), read_only(self.highs - self.lows), read_only(self.shifts)
+
     def pack(self, keys: I64) -> I64:
         """Pack the rows of ``keys`` (which must lie within the packing's ranges)."""
         out = np.empty(keys.shape[0], dtype=np.int64)
@@ -129,9 +134,22 @@ def packing_for(arrays: list[I64]) -> Packing | None:
     if not nonempty:
         z = np.zeros(k, dtype=np.int64)
         return Packing(z, z, z)
-    bounds = [column_bounds(a) for a in nonempty]
-    return packing_within(np.min([b[0] for b in bounds], axis=0).astype(np.int64),
-                          np.max([b[1] for b in bounds], axis=0).astype(np.int64))
+    return packing_within(*union_bounds([column_bounds(a) for a in nonempty]))
+
+
+def union_bounds(parts: list[tuple[I64, I64]]) -> tuple[I64, I64]:
+    """Per column, the least low and the greatest high of ``(lows, highs)`` pairs (at
+    least one).
+
+    >>> [b.tolist() for b in union_bounds([(np.array([1, 5]), np.array([2, 9])), (np.array([0, 6]), np.array([3, 7]))])]
+    [[0, 5], [3, 9]]
+    """
+    return (np.min([p[0] for p in parts], axis=0).astype(np.int64),
+            np.max([p[1] for p in parts], axis=0).astype(np.int64))
+
+
+NO_PACKING = (read_only(np.zeros(0, dtype=np.int64)),) * 3
+"""``Packing.kernel_args`` of no packing: the lattice kernels' row and lookup routes."""
 
 
 def packing_within(lows: I64, highs: I64) -> Packing | None:

@@ -56,7 +56,7 @@ from wcoj.errors import ArityMismatchError, InputError
 from wcoj.indexed import IndexedZSet
 from wcoj.kernels.memory import read_only
 from wcoj.kernels.zsets import match_ranges_into, timed_into
-from wcoj.rows import Packing, column_bounds, group_starts, packing_for, row_order
+from wcoj.rows import Packing, column_bounds, group_starts, packing_for, row_order, union_bounds
 from wcoj.tables import RunTable
 from wcoj.time import Box, Time, as_row
 from wcoj.zset import ZSet, consolidate_sorted_parts
@@ -357,7 +357,7 @@ class Trace:
         out = self._merged(runs, f)
         known = [r._bounds for r in runs if r.n]
         if out.n and known and all(b is not None for b in known):  # a merge adds no value
-            out._bounds = (np.min([b[0] for b in known], axis=0), np.max([b[1] for b in known], axis=0))
+            out._bounds = union_bounds(known)
         return out
 
     def _merged(self, runs: list[_Run], f: tuple[int, ...] | None) -> _Run:
@@ -418,7 +418,7 @@ class Trace:
             parts.append(column_bounds(z.keys))
         if not parts:
             return None
-        return np.min([p[0] for p in parts], axis=0), np.max([p[1] for p in parts], axis=0)
+        return union_bounds(parts)
 
     def may_have(self, box: Box) -> bool:
         """False when no run can hold a time in ``box`` (a cheap test on time bounds)."""

@@ -29,7 +29,7 @@ never wrapped).
 import numpy as np
 
 from .memory import RUN_KEYS, RUN_N, RUN_WEIGHTS, grown, kernel, load
-from .runs import (_cmp_at, _consolidate, _fields, _gather_box, _in_box, _in_corner, _pack_at, _pack_row, _run_meets,
+from .runs import (_cmp_at, _consolidate, _fields, _gather_box, _in_box, _in_corner, _pack_row, _run_meets,
                    _seek, _sort_rows)
 from .zsets import _add_overflows, _mul_overflows
 
@@ -142,7 +142,7 @@ def lattice_join(ta, tb, nk, arity_a, arity_b, t, a_map, b_map, lows, spans, shi
                         size += spans[c] << shifts[c]  # the greatest packed row, plus one
                     table = np.zeros(size, dtype=np.int64)
                     for r in range(m):
-                        q = _pack_at(out_k, r, lows, spans, shifts)
+                        q = _pack_row(out_k.ctypes.data + 8 * width * r, width, lows, spans, shifts)
                         if q < 0 or _add_overflows(table[q], out_w[r]):
                             return out_k, out_w, 0, RETRY, 0, 0
                         table[q] += out_w[r]

@@ -162,19 +162,6 @@ def _seek(base, stride, lo, n, key, nk):
 
 
 @row_kernel
-def _pack_at(out_k, r, lows, spans, shifts):
-    """Row ``r`` of ``out_k`` packed (``wcoj.rows.Packing``), or -1 when a value lies
-    outside its column's range."""
-    q = 0
-    for c in range(out_k.shape[1]):
-        v = out_k[r, c] - lows[c]
-        if v < 0 or v > spans[c]:
-            return -1
-        q |= v << shifts[c]
-    return q
-
-
-@row_kernel
 def _in_corner(row, arity, corners, c):
     """True when the time stored at ``row`` from column ``arity`` is at most corner ``c``."""
     for j in range(corners.shape[1]):

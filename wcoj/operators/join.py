@@ -31,7 +31,7 @@ from wcoj.kernels.lattice import DENSE, OK, PRODUCT_OVERFLOW, RETRY, lattice_joi
 from wcoj.kernels.memory import read_only
 from wcoj.operators.linear import infer_arity
 from wcoj.operators.traces import _idle, _soonest, integrate_trace, next_busy_iteration
-from wcoj.rows import Columns, Packing, packing_within
+from wcoj.rows import NO_PACKING, Columns, Packing, packing_within
 from wcoj.time import Time, as_row
 from wcoj.trace import Trace
 from wcoj.zset import ZSet, raise_overflow
@@ -90,13 +90,12 @@ def join_lattice(a: IndexedZSet, b: IndexedZSet, a_prior: Trace, b_prior: Trace,
     args = (read_only(ta.table), read_only(tb.table), nk, a_prior.arity, b_prior.arity,
             read_only(np.array(t, dtype=np.int64)), read_only(a_map), read_only(b_map))
     if p is None:
-        k, w, m, status, x, y = lattice_join(*args, _NONE, _NONE, _NONE, 0)
+        k, w, m, status, x, y = lattice_join(*args, *NO_PACKING, 0)
     else:
-        spans = read_only(p.highs - p.lows)
-        k, w, m, status, x, y = lattice_join(*args, read_only(p.lows), spans, read_only(p.shifts),
+        k, w, m, status, x, y = lattice_join(*args, *p.kernel_args(),
                                              max(config.RADIX_MIN_ROWS, (1 << p.n_bits) // config.DENSE_SUM_SLOTS))
         if status == RETRY:  # a weight that leaves int64: the row route names it
-            k, w, m, status, x, y = lattice_join(*args, _NONE, _NONE, _NONE, 0)
+            k, w, m, status, x, y = lattice_join(*args, *NO_PACKING, 0)
     if status == DENSE:
         return ZSet.from_arrays(p.unpack(k[:m, 0]), w[:m], arity=width if fn is None else arity)
     if status == PRODUCT_OVERFLOW:
@@ -110,9 +109,6 @@ def join_lattice(a: IndexedZSet, b: IndexedZSet, a_prior: Trace, b_prior: Trace,
     if fn is not None and cols is None:
         k = np.asarray(fn(k)).reshape(k.shape[0], -1)
     return ZSet.from_arrays(k, w, arity=out_arity)
-
-
-_NONE = read_only(np.zeros(0, dtype=np.int64))
 
 
 def _dense_packing(a: IndexedZSet, b: IndexedZSet, a_prior: Trace, b_prior: Trace, a_map, b_map) -> Packing | None:

@@ -37,7 +37,7 @@ from wcoj import config
 from wcoj.indexed import IndexedZSet
 from wcoj.kernels.memory import read_only
 from wcoj.kernels.lattice import lattice_distinct, lattice_next
-from wcoj.rows import Packing, column_bounds, packing_within
+from wcoj.rows import NO_PACKING, Packing, column_bounds, packing_within, union_bounds
 from wcoj.time import Box, Time, as_row
 from wcoj.trace import Trace
 from wcoj.zset import ZSet
@@ -173,18 +173,14 @@ def _lattice_distinct(batch: ZSet, prior: Trace, t: tuple[int, ...], extra: Any,
             extra, scheduled)
     p = _first_epoch_packing(batch, prior, t, extra)
     if p is not None:
-        k, w, m, bad, plan_rows, plan_its, s = lattice_distinct(*args, read_only(p.lows),
-                                                                read_only(p.highs - p.lows), read_only(p.shifts))
+        k, w, m, bad, plan_rows, plan_its, s = lattice_distinct(*args, *p.kernel_args())
     if p is None or bad == -2:  # (-2: a sum beyond int64 there; the lookups name it)
-        k, w, m, bad, plan_rows, plan_its, s = lattice_distinct(*args, _NONE, _NONE, _NONE)
+        k, w, m, bad, plan_rows, plan_its, s = lattice_distinct(*args, *NO_PACKING)
     if bad >= 0:
         raise WeightOverflowError(f"distinct: the accumulated weight of row "
                                   f"{tuple(k[m].tolist())} does not fit in int64")
     out = ZSet(k[:m], w[:m]) if m else ZSet.empty(arity)
     return out, plan_rows[:s], plan_its[:s]
-
-
-_NONE = read_only(np.zeros(0, dtype=np.int64))
 
 
 def _first_epoch_packing(batch: ZSet, prior: Trace, t: tuple[int, ...], extra: np.ndarray) -> Packing | None:
@@ -200,11 +196,7 @@ def _first_epoch_packing(batch: ZSet, prior: Trace, t: tuple[int, ...], extra: n
     bounds = prior.column_bounds(batch)
     if bounds is None:
         return None
-    lows, highs = bounds
-    if len(extra):
-        el, eh = column_bounds(extra)
-        lows, highs = np.minimum(lows, el), np.maximum(highs, eh)
-    p = packing_within(lows, highs)
+    p = packing_within(*union_bounds([bounds, column_bounds(extra)]) if len(extra) else bounds)
     if p is None or p.n_bits > config.DENSE_SUM_MAX_BITS or (1 << p.n_bits) > config.DENSE_SUM_SLOTS * (n + held):
         return None
     return p
