@@ -197,6 +197,13 @@ def _at_or_after(run: _Run, f: tuple[int, ...] | None) -> bool:
     return f is None or not len(run) or all(a >= b for a, b in zip(run.tlo, f))
 
 
+def _at_time(keys: I64, arity: int, time: tuple[int, ...]) -> I64:
+    """A copy of ``keys`` with every time set to ``time``."""
+    keys = keys.copy()
+    keys[:, arity:] = time
+    return keys
+
+
 def _advance_times(keys: I64, arity: int, frontier: tuple[int, ...] | None) -> I64:
     if frontier is None:
         return keys
@@ -371,6 +378,12 @@ class Trace:
             bounds = (tuple(map(min, *(r.tlo for r in live))), tuple(map(max, *(r.thi for r in live)))) \
                 if len(live) > 1 else (live[0].tlo, live[0].thi) if live else None
             return _Run(zs[0], self.n_key, self.arity, bounds)
+        if all(not r.n or all(h <= x for h, x in zip(r.thi, f)) for r in runs):
+            # Every time becomes f: each run stays sorted, a row's entries adjacent.
+            parts = [(r.z.keys if r.tlo == r.thi == f else _at_time(r.z.keys, self.arity, f), r.z.weights)
+                     for r in runs if r.n]
+            z = consolidate_sorted_parts(parts, self.arity + self.n_dims)
+            return _Run(z, self.n_key, self.arity, (f, f))
         keys = np.concatenate([r.z.keys for r in runs])
         weights = np.concatenate([r.z.weights for r in runs])
         return _Run(ZSet.from_arrays(_advance_times(keys, self.arity, f), weights), self.n_key, self.arity)
