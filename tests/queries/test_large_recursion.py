@@ -1,6 +1,6 @@
 """Recursive rules over graphs large enough that the nested join sums its rows in a table
 (``kernels.lattice.lattice_join`` past ``dense_at`` rows) instead of writing each one,
-and distinct sums its corner integrals in tables (``lattice_distinct`` given a packing):
+and distinct keeps its rows' integral over the first epoch in a table (``Integral``):
 the closure must equal a breadth-first search, by ``q`` and by a view kept through
 retractions, and the table route must have run."""
 
@@ -40,10 +40,10 @@ def closure(edges: set[tuple[int, int]]) -> set[tuple[int, int]]:
 
 @pytest.fixture
 def statuses(monkeypatch):
-    """The statuses ``lattice_join`` returned, and "tables" for each ``lattice_distinct``
-    call given a packing that answered from its tables (not -2)."""
+    """The statuses ``lattice_join`` returned, and "integral" for each batch distinct
+    answered from its integral's table."""
     seen = []
-    join, distinct = join_module.lattice_join, traces_module.lattice_distinct
+    join, distinct = join_module.lattice_join, traces_module.integral_step
 
     def join_spy(*args):
         out = join(*args)
@@ -52,12 +52,12 @@ def statuses(monkeypatch):
 
     def distinct_spy(*args):
         out = distinct(*args)
-        if len(args[-3]) and out[3] != -2:
-            seen.append("tables")
+        if out[1] == -1:
+            seen.append("integral")
         return out
 
     monkeypatch.setattr(join_module, "lattice_join", join_spy)
-    monkeypatch.setattr(traces_module, "lattice_distinct", distinct_spy)
+    monkeypatch.setattr(traces_module, "integral_step", distinct_spy)
     return seen
 
 
@@ -73,7 +73,7 @@ def test_closure_through_the_table_route_is_a_search(shape, statuses):
     db.load_datoms(eid[src], ":edge", eid[dst])
     edges = {(int(eid[a]), int(eid[b])) for a, b in zip(src, dst)} | {(int(e), int(e)) for e in eid}
     assert db.q(QUERY, RULES[shape]) == closure(edges)
-    assert DENSE in statuses and "tables" in statuses
+    assert DENSE in statuses and "integral" in statuses
     view = db.view(QUERY, RULES[shape])
     for a, b in list(edges)[:40:4]:  # retractions, each a transaction the view takes
         db.transact([[":db/retract", a, ":edge", b]])

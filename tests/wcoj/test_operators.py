@@ -6,7 +6,7 @@ the same changes pushed one at a time, the nested rules equal their grid oracles
 import reference as ref
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from strategies import snapshots, values, weighted_snapshots, zdelta
@@ -184,6 +184,45 @@ def test_distinct_trace_equals_the_grid_oracle(x):
             assert got.to_dict() == want[(e, i)], (e, i)
             tr = tr.insert(b, (e, i))
         tr = tr.advance((e, 0))  # what the child does at the end of each epoch
+
+
+first_epoch = st.lists(st.dictionaries(st.tuples(st.integers(0, 40)), st.integers(-2, 2), max_size=5),
+                       min_size=2, max_size=4)
+later_epochs = st.dictionaries(st.tuples(st.integers(1, 2), st.integers(0, 3)),
+                               st.dictionaries(st.tuples(st.integers(0, 40)), st.integers(-2, 2), max_size=4),
+                               max_size=6)
+
+
+@pytest.mark.parametrize("max_bits", [2, 4, 24])
+@settings(max_examples=100, deadline=None)
+@given(first_epoch, later_epochs)
+@example([{(3,): 1}, {(30,): 1, (3,): 1}, {(3,): -2}], {})  # rebuilt wider at iteration 1
+def test_the_node_with_its_first_epoch_integral_equals_the_grid_oracle(max_bits, first, later):
+    """``DistinctTrace`` as a child runs it: the state threaded through an epoch's
+    iterations (at the first epoch the running integral, built from the first batch
+    here, rebuilt wider when a row falls outside it, or given up for the lookups when
+    that needs more than ``max_bits`` bits) and dropped at the epoch's end."""
+    from wcoj import config
+    from wcoj.circuit import Context
+    from wcoj.operators import DistinctTrace
+
+    x = {(0, i): z for i, z in enumerate(first)} | later
+    old = config.RADIX_MIN_ROWS, config.DENSE_SUM_SLOTS, config.DENSE_SUM_MAX_BITS
+    config.RADIX_MIN_ROWS, config.DENSE_SUM_SLOTS, config.DENSE_SUM_MAX_BITS = 1, 1 << 20, max_bits
+    try:
+        want = ref.nested_grid_delta(x, ref.distinct, 3, 4)
+        op, tr = DistinctTrace(), Trace(arity=1, n_dims=2)
+        for e in range(3):
+            state = None
+            for i in range(4):
+                b = ZSet.from_dict(x.get((e, i), {}), arity=1)
+                got, state = op.eval([b, tr], state, Context((e, i), 2, ()))
+                got.check()
+                assert got.to_dict() == want[(e, i)], (e, i)
+                tr = tr.insert(b, (e, i))
+            tr = tr.advance((e, 0))
+    finally:
+        config.RADIX_MIN_ROWS, config.DENSE_SUM_SLOTS, config.DENSE_SUM_MAX_BITS = old
 
 
 @settings(max_examples=60)

@@ -16,11 +16,12 @@ t_j``, equal where ``m_j = 0``. Each side is consolidated per row within the box
 ``Trace.select`` would; the smaller side (by the run sizes in its box) is gathered whole and
 the other side is looked up by its keys, galloping forward through each run.
 
-Both have a table route for large inputs whose rows pack into few bits (a
-``wcoj.rows.Packing`` passed in): the join sums its rows in a table of one slot per packed
-row once it has written a quarter of the table's worth, and at the first epoch distinct
-sums each corner's integral over every entry in such tables in one pass over the runs.
-The helpers that read runs are in ``runs``.
+Large inputs whose rows pack into few bits (a ``wcoj.rows.Packing`` passed in) go through
+tables of one slot per packed row: the join sums its rows there once it has written a
+quarter of the table's worth, and at a child's first epoch distinct keeps each row's
+integral over the iterations so far in one (``integral_into`` fills it from a trace's
+runs, ``integral_step`` answers a batch from it and adds the batch). The helpers that
+read runs are in ``runs``.
 
 Inputs are int64; weights are checked (a sum or product that leaves int64 is reported,
 never wrapped).
@@ -33,8 +34,8 @@ from .runs import (_cmp_at, _consolidate, _fields, _gather_box, _in_box, _in_cor
                    _seek, _sort_rows)
 from .zsets import _add_overflows, _mul_overflows
 
-__all__ = ["lattice_join", "lattice_distinct", "lattice_next", "OK", "SUM_OVERFLOW", "PRODUCT_OVERFLOW", "DENSE",
-           "RETRY"]
+__all__ = ["lattice_join", "lattice_distinct", "integral_into", "integral_step", "lattice_next", "OK",
+           "SUM_OVERFLOW", "PRODUCT_OVERFLOW", "DENSE", "RETRY"]
 
 OK, SUM_OVERFLOW, PRODUCT_OVERFLOW = 0, 1, 2
 DENSE, RETRY = 3, 4  # lattice_join's summed-in-a-table result, and its call again without
@@ -203,7 +204,7 @@ def lattice_join(ta, tb, nk, arity_a, arity_b, t, a_map, b_map, lows, spans, shi
 
 
 @kernel
-def lattice_distinct(table, n_prior, arity, t, extra, scheduled, lows, spans, shifts):
+def lattice_distinct(table, n_prior, arity, t, extra, scheduled):
     """The change of ``distinct`` at the lattice time ``t`` over whole rows
     (``wcoj.operators.traces.lattice_delta``): ``(rows, weights, m, bad, plan_rows,
     plan_its, s)``, the first ``m`` rows valid, sorted; ``bad`` >= 0 when a row's corner sum
@@ -222,15 +223,8 @@ def lattice_distinct(table, n_prior, arity, t, extra, scheduled, lows, spans, sh
     rows of this epoch's earlier batches that an earlier epoch holds at this iteration,
     which are exactly the other rows that can change; and it gets, for the batch's rows,
     the plan ``(plan_its[:s], plan_rows[:s])``: every later iteration at which an earlier
-    epoch holds one of them.
-
-    ``lows``/``spans``/``shifts`` (a ``wcoj.rows.Packing`` of every row of the runs and
-    ``extra``, its ``highs - lows`` as ``spans``; empty: none) at the first epoch (``t[0]``
-    0, when nothing is planned): the corner integrals are summed over every entry up to
-    ``t`` into tables of one slot per packed row, in one pass over the runs, instead of
-    looked up run by run for each candidate (many candidates against runs not much larger
-    than them: the first tick of a recursive query). A sum that leaves int64 or a row out
-    of range returns ``bad`` -2: call again without the packing.
+    epoch holds one of them. (At a child's first epoch large batches take
+    ``integral_step`` instead.)
     """
     d = t.shape[0]
     corners = np.empty((1 << d, d), dtype=np.int64)
@@ -307,40 +301,6 @@ def lattice_distinct(table, n_prior, arity, t, extra, scheduled, lows, spans, sh
     plan_rows, plan_its = np.empty((cap, arity), dtype=np.int64), np.empty(cap, dtype=np.int64)
     s = 0
     m = 0
-    if lows.shape[0] and t[0] == 0:  # every corner's integral of every row, in tables
-        size = 1
-        for c in range(arity):
-            size += spans[c] << shifts[c]
-        sums2 = np.zeros((nco, size), dtype=np.int64)
-        for r in range(nr):
-            if not live[r]:
-                continue
-            base, wbase, nn = table[r, RUN_KEYS], table[r, RUN_WEIGHTS], table[r, RUN_N]
-            for p in range(nn):
-                row = base + stride * p
-                q = _pack_row(row, arity, lows, spans, shifts)
-                if q < 0:
-                    return out_k, out_w, 0, -2, plan_rows, plan_its, 0
-                x = load(wbase, p)
-                for c in range(nco):
-                    if _in_corner(row, arity, corners, c):
-                        if _add_overflows(sums2[c, q], x):
-                            return out_k, out_w, 0, -2, plan_rows, plan_its, 0
-                        sums2[c, q] += x
-        for k in range(nc):
-            q = _pack_row(cand[k], arity, lows, spans, shifts)
-            if q < 0:
-                return out_k, out_w, 0, -2, plan_rows, plan_its, 0
-            delta = 0
-            for c in range(nco):
-                if sums2[c, q] > 0:
-                    delta += signs[c]
-            if delta != 0:
-                for c in range(arity):
-                    out_k[m, c] = load(cand[k], c)
-                out_w[m] = delta
-                m += 1
-        return out_k, out_w, m, -1, plan_rows, plan_its, 0
     for k in range(nc):
         key = cand[k]
         for c in range(nco):
@@ -381,6 +341,57 @@ def lattice_distinct(table, n_prior, arity, t, extra, scheduled, lows, spans, sh
             out_w[m] = delta
             m += 1
     return out_k, out_w, m, -1, plan_rows, plan_its, s
+
+
+@kernel
+def integral_into(table, n_runs, arity, d, lows, spans, shifts, sums):
+    """Add every entry of the first ``n_runs`` runs of a run table into ``sums``, one slot
+    per row packed by ``lows``/``spans``/``shifts`` (``wcoj.rows.Packing``): each row's
+    integral over every time the runs hold (``d`` coordinates). Returns -1, -2 when a row
+    lies outside the packing's ranges, or -3 when a sum leaves int64."""
+    stride = 8 * (arity + d)
+    for r in range(n_runs):
+        base, wbase, nn = table[r, RUN_KEYS], table[r, RUN_WEIGHTS], table[r, RUN_N]
+        for p in range(nn):
+            q = _pack_row(base + stride * p, arity, lows, spans, shifts)
+            if q < 0:
+                return -2
+            x = load(wbase, p)
+            if _add_overflows(sums[q], x):
+                return -3
+            sums[q] += x
+    return -1
+
+
+@kernel
+def integral_step(keys, weights, lows, spans, shifts, sums, out_k, out_w):
+    """``distinct``'s change for a batch of consolidated rows given each row's integral so
+    far in ``sums`` (``integral_into``), ``H(V + w) - H(V)`` per row, in batch order; adds
+    the batch into ``sums``. Returns ``(m, bad)``: rows written to ``out_k``/``out_w``, and
+    -1, -2 when a row lies outside the packing (``sums`` then unchanged), or the index of
+    the row whose sum leaves int64."""
+    n, arity = keys.shape
+    for p in range(n):
+        for c in range(arity):
+            v = keys[p, c] - lows[c]
+            if v < 0 or v > spans[c]:
+                return 0, -2
+    m = 0
+    for p in range(n):
+        q = 0
+        for c in range(arity):
+            q |= (keys[p, c] - lows[c]) << shifts[c]
+        old, x = sums[q], weights[p]
+        if _add_overflows(old, x):
+            return m, p
+        sums[q] = old + x
+        change = (1 if old + x > 0 else 0) - (1 if old > 0 else 0)
+        if change != 0:
+            for c in range(arity):
+                out_k[m, c] = keys[p, c]
+            out_w[m] = change
+            m += 1
+    return m, -1
 
 
 @kernel

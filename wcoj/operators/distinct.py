@@ -124,7 +124,9 @@ class DistinctTrace(_WithTrace):
     (``scheduled_distinct``): which rows of earlier iterations can change at which later
     iteration, found when each row first came in. So an iteration looks up the batch and
     the planned rows, not every row the epoch touched, and ``next_busy`` is the plan's
-    next iteration. The plan is dropped at the end of the epoch.
+    next iteration. At the first epoch, where nothing is planned, the state is the epoch's
+    running integral of the rows instead (``traces.Integral``). Either is dropped at the
+    end of the epoch.
 
     >>> from wcoj.circuit import Context
     >>> prior = Trace(1, n_dims=2).insert(ZSet.from_rows([(5,)]), (0, 1))
@@ -150,7 +152,9 @@ class DistinctTrace(_WithTrace):
         t = as_row(ctx.time)
         if len(t) != 2:
             return t[-1] + 1
-        return min((i for i in state if i > t[1]), default=None) if state else None
+        if not isinstance(state, dict):  # nothing planned (at the first epoch: an Integral)
+            return None
+        return min((i for i in state if i > t[1]), default=None)
 
 
 def distinct_nested(stream: Stream) -> Stream:

@@ -36,14 +36,14 @@ from wcoj.errors import CircuitError, WeightOverflowError
 from wcoj import config
 from wcoj.indexed import IndexedZSet
 from wcoj.kernels.memory import read_only
-from wcoj.kernels.lattice import lattice_distinct, lattice_next
-from wcoj.rows import NO_PACKING, Packing, column_bounds, packing_within, union_bounds
+from wcoj.kernels.lattice import integral_into, integral_step, lattice_distinct, lattice_next
+from wcoj.rows import Packing, packing_within, union_bounds
 from wcoj.time import Box, Time, as_row
 from wcoj.trace import Trace
 from wcoj.zset import ZSet
 
 __all__ = ["TraceAppend", "UntimedTraceAppend", "Z1Trace", "integrate_trace", "lattice_delta",
-           "candidate_keys", "next_busy_iteration", "scheduled_distinct"]
+           "candidate_keys", "next_busy_iteration", "scheduled_distinct", "Integral"]
 
 
 def _rows(x: ZSet | IndexedZSet) -> ZSet:
@@ -139,12 +139,18 @@ def _entries_with(prior: Trace, batch: ZSet, t: tuple[int, ...], keys: np.ndarra
             np.concatenate([w, batch.weights]))
 
 
-def scheduled_distinct(batch: ZSet, prior: Trace, t: tuple[int, ...], plan: dict | None) -> tuple[ZSet, dict | None]:
+def scheduled_distinct(batch: ZSet, prior: Trace, t: tuple[int, ...], plan: Any) -> tuple[ZSet, Any]:
     """``distinct_trace`` at an (epoch, iteration) time ``t`` with a *plan* of the epoch:
     ``{iteration: (rows, ...)}``, the rows of this epoch's earlier batches that an earlier
     epoch holds at that iteration, which besides the batch are the only rows that can
     change there (``lattice_distinct``'s docstring). Returns the change and the plan with
-    the batch's rows added (a new dict: states are never changed in place)."""
+    the batch's rows added (a new dict: states are never changed in place).
+
+    At the first epoch nothing is planned, and from the first large batch on the state is
+    an ``Integral`` instead: every row's weight summed over the epoch's iterations so far.
+    """
+    if t[0] == 0:
+        return _first_epoch_distinct(batch, prior, t, plan)
     rows = (plan or {}).get(t[1], ())
     extra = np.concatenate(rows) if len(rows) > 1 else rows[0] if rows else _no_rows(prior.arity)
     out, plan_rows, plan_its = _lattice_distinct(batch, prior, t, extra, True)
@@ -168,14 +174,9 @@ def _lattice_distinct(batch: ZSet, prior: Trace, t: tuple[int, ...], extra: Any,
     ``scheduled`` as there): ``(change, plan rows, plan iterations)``."""
     arity = prior.arity
     table = prior.run_table(batch, t)
-    extra = read_only(np.ascontiguousarray(extra))
-    args = (read_only(table.table), len(prior._all_runs()), arity, read_only(np.array(t, dtype=np.int64)),
-            extra, scheduled)
-    p = _first_epoch_packing(batch, prior, t, extra)
-    if p is not None:
-        k, w, m, bad, plan_rows, plan_its, s = lattice_distinct(*args, *p.kernel_args())
-    if p is None or bad == -2:  # (-2: a sum beyond int64 there; the lookups name it)
-        k, w, m, bad, plan_rows, plan_its, s = lattice_distinct(*args, *NO_PACKING)
+    k, w, m, bad, plan_rows, plan_its, s = lattice_distinct(
+        read_only(table.table), len(prior._all_runs()), arity, read_only(np.array(t, dtype=np.int64)),
+        read_only(np.ascontiguousarray(extra)), scheduled)
     if bad >= 0:
         raise WeightOverflowError(f"distinct: the accumulated weight of row "
                                   f"{tuple(k[m].tolist())} does not fit in int64")
@@ -183,23 +184,75 @@ def _lattice_distinct(batch: ZSet, prior: Trace, t: tuple[int, ...], extra: Any,
     return out, plan_rows[:s], plan_its[:s]
 
 
-def _first_epoch_packing(batch: ZSet, prior: Trace, t: tuple[int, ...], extra: np.ndarray) -> Packing | None:
-    """A packing of every row of ``prior``, ``batch`` and ``extra`` for ``lattice_distinct``
-    to sum the corner integrals in tables, or None: only at the first epoch (nothing
-    planned), for a batch of at least ``config.RADIX_MIN_ROWS`` rows and a quarter of the
-    trace (the one pass reads the whole trace, the lookups only the candidates' rows), and
-    within ``config.DENSE_SUM_MAX_BITS`` bits and ``config.DENSE_SUM_SLOTS`` slots per
-    entry read."""
-    n, held = len(batch), len(prior)
-    if t[0] != 0 or n < config.RADIX_MIN_ROWS or 4 * n < held:
-        return None
-    bounds = prior.column_bounds(batch)
-    if bounds is None:
-        return None
-    p = packing_within(*union_bounds([bounds, column_bounds(extra)]) if len(extra) else bounds)
-    if p is None or p.n_bits > config.DENSE_SUM_MAX_BITS or (1 << p.n_bits) > config.DENSE_SUM_SLOTS * (n + held):
-        return None
-    return p
+class Integral:
+    """``distinct``'s state over a child's first epoch: every row's weight summed over the
+    iterations so far, in a table of one slot per row packed by ``packing``. A batch's
+    change is then ``H(V + w) - H(V)`` per row, at the cost of the batch, where the
+    lookups of ``lattice_distinct`` seek each row in every run of the trace. Changed in
+    place by the epoch's iterations (no earlier state holds it) and dropped at its end."""
+
+    __slots__ = ("packing", "args", "sums")
+
+    def __init__(self, packing: Packing, sums: np.ndarray):
+        self.packing, self.args, self.sums = packing, packing.kernel_args(), sums
+
+    @classmethod
+    def build(cls, prior: Trace, batch: ZSet, old: Integral | None = None) -> Integral | None:
+        """The integral of every entry of ``prior`` (all before the batch's time), packed
+        to hold ``batch``'s rows too (and ``old``'s), or None when that needs more than
+        ``config.DENSE_SUM_MAX_BITS`` bits or ``config.DENSE_SUM_SLOTS`` slots per entry
+        and batch row."""
+        bounds = prior.column_bounds(batch)
+        if old is not None:
+            bounds = union_bounds([bounds, (old.packing.lows, old.packing.highs)])
+        p = packing_within(*bounds)
+        if p is None or p.n_bits > config.DENSE_SUM_MAX_BITS or \
+                (1 << p.n_bits) > config.DENSE_SUM_SLOTS * (len(batch) + len(prior)):
+            return None
+        lows, spans, shifts = p.kernel_args()
+        sums = np.zeros(1 + int(np.sum(spans << shifts)), dtype=np.int64)
+        runs = prior._all_runs()
+        if runs:
+            bad = integral_into(read_only(prior.run_table().table), len(runs), prior.arity, prior.n_dims,
+                                lows, spans, shifts, sums)
+            if bad == -3:
+                raise WeightOverflowError("distinct: a row's accumulated weight does not fit in int64")
+            if bad == -2:  # (bounds are never narrower than the rows: not reached)
+                return None
+        return cls(p, sums)
+
+    def step(self, batch: ZSet) -> ZSet | None:
+        """The batch's change, its rows added to the integral; None (nothing added) when a
+        row lies outside the packing."""
+        n = len(batch)
+        out_k, out_w = np.empty((n, batch.arity), dtype=np.int64), np.empty(n, dtype=np.int64)
+        m, bad = integral_step(read_only(batch.keys), read_only(batch.weights), *self.args, self.sums, out_k, out_w)
+        if bad == -2:
+            return None
+        if bad >= 0:
+            raise WeightOverflowError(f"distinct: the accumulated weight of row "
+                                      f"{tuple(batch.keys[bad].tolist())} does not fit in int64")
+        return ZSet(out_k[:m], out_w[:m]) if m else ZSet.empty(batch.arity)
+
+
+def _first_epoch_distinct(batch: ZSet, prior: Trace, t: tuple[int, ...],
+                          acc: Integral | None) -> tuple[ZSet, Integral | None]:
+    """``distinct``'s change at ``t`` = (0, i): nothing is planned at the first epoch, so
+    only the batch's rows can change. From the first batch of at least
+    ``config.RADIX_MIN_ROWS`` rows the integral of the epoch so far is kept in a table
+    (``Integral``), rebuilt wider when a batch's row lies outside it."""
+    if batch.is_empty():
+        return ZSet.empty(prior.arity), acc
+    if acc is None and len(batch) >= config.RADIX_MIN_ROWS:
+        acc = Integral.build(prior, batch)
+    if acc is not None:
+        out = acc.step(batch)
+        if out is not None:
+            return out, acc
+        acc = Integral.build(prior, batch, acc)
+        if acc is not None:
+            return acc.step(batch), acc
+    return _lattice_distinct(batch, prior, t, _no_rows(prior.arity), True)[0], None
 
 
 def _epoch_boxes(t: tuple[int, ...]) -> list[Box]:

@@ -1,5 +1,6 @@
 """The lattice kernels against brute force over every entry of the runs they read: the
-change of ``distinct`` and the lattice join at a nested time. Also run with
+change of ``distinct`` at a nested time (by lookups, and from a running integral) and the
+lattice join. Also run with
 ``NUMBA_DISABLE_JIT=1`` by ``./dev test`` (the kernels then read the runs through ctypes)."""
 
 import itertools
@@ -8,15 +9,14 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wcoj.kernels.lattice import (DENSE, OK, PRODUCT_OVERFLOW, RETRY, SUM_OVERFLOW, lattice_distinct, lattice_join,
-                                  lattice_next)
+from wcoj.kernels.lattice import (DENSE, OK, PRODUCT_OVERFLOW, RETRY, SUM_OVERFLOW, integral_into, integral_step,
+                                  lattice_distinct, lattice_join, lattice_next)
 from wcoj.rows import packing_within
 from wcoj.tables import RunTable
 
 I64_MAX = np.iinfo(np.int64).max
 D = 2  # (epoch, iteration) times
 NO_TABLE = (np.zeros(0, dtype=np.int64),) * 3 + (0,)  # lattice_join without its dense table
-NO_PACKING = (np.zeros(0, dtype=np.int64),) * 3  # lattice_distinct without its tables
 
 
 def arr(xs):
@@ -59,16 +59,13 @@ entry = st.tuples(st.tuples(st.integers(0, 3)), times, st.integers(-2, 2))
 
 @settings(max_examples=300)
 @given(st.lists(st.lists(entry, max_size=8), max_size=4), st.lists(st.tuples(st.integers(0, 3)), unique=True, max_size=3),
-       st.lists(st.sampled_from([-1, 1, 2]), min_size=3, max_size=3), times, st.booleans())
-def test_lattice_distinct_is_the_inclusion_exclusion_over_every_row(prior, batch_rows, bw, t, dense):
-    """Also with a packing of the rows (values 0..3), which at the first epoch sums the
-    corner integrals in tables."""
+       st.lists(st.sampled_from([-1, 1, 2]), min_size=3, max_size=3), times)
+def test_lattice_distinct_is_the_inclusion_exclusion_over_every_row(prior, batch_rows, bw, t):
     batch = sorted(batch_rows)
     rt, _ = table(prior + [[(r, t, w) for r, w in zip(batch, bw)]], 1)
     n_prior = table(prior, 1)[1]  # the batch's run comes last
-    packing = (arr([0]), arr([3]), arr([0])) if dense else NO_PACKING
     k, w, m, bad, _, _, _ = lattice_distinct(rt.table, n_prior, 1, np.array(t, dtype=np.int64),
-                                             np.zeros((0, 1), dtype=np.int64), False, *packing)
+                                             np.zeros((0, 1), dtype=np.int64), False)
     assert bad == -1
     entries = [e for run in prior for e in run] + [(r, t, w) for r, w in zip(batch, bw)]
     want = {}
@@ -85,12 +82,55 @@ def test_lattice_distinct_is_the_inclusion_exclusion_over_every_row(prior, batch
 def test_lattice_distinct_reports_the_row_whose_sum_overflows():
     rt, n = table([[((4,), (0, 0), I64_MAX)], [((4,), (0, 1), 1)]], 1)
     k, _, m, bad, _, _, _ = lattice_distinct(rt.table, n, 1, np.array([0, 1], dtype=np.int64),
-                                             np.zeros((0, 1), dtype=np.int64), False, *NO_PACKING)
+                                             np.zeros((0, 1), dtype=np.int64), False)
     assert bad >= 0 and k[m].tolist() == [4]
-    # summed in tables: -2, call again without them; so is a row outside the packing
-    for packing in ((arr([0]), arr([7]), arr([0])), (arr([0]), arr([3]), arr([0]))):
-        assert lattice_distinct(rt.table, n, 1, np.array([0, 1], dtype=np.int64),
-                                np.zeros((0, 1), dtype=np.int64), False, *packing)[3] == -2
+
+
+pairs_entry = st.tuples(st.tuples(st.integers(0, 3), st.integers(0, 2)), times, st.integers(-2, 2))
+
+
+@settings(max_examples=300)
+@given(st.lists(st.lists(pairs_entry, max_size=8), max_size=4),
+       st.dictionaries(st.tuples(st.integers(0, 3), st.integers(0, 2)), st.sampled_from([-2, -1, 1, 2]), max_size=6))
+def test_the_integral_answers_a_batch_as_h_of_the_sums_before_and_after(runs, batch):
+    """``integral_into`` sums every entry of the runs per packed row; ``integral_step``
+    gives ``H(V + w) - H(V)`` per batch row, in batch order, and adds the batch."""
+    rt, n = table(runs, 2)
+    lows, highs = arr([0, 0]), arr([3, 2])
+    p = packing_within(lows, highs)
+    sums = np.zeros(1 << p.n_bits, dtype=np.int64)
+    assert integral_into(rt.table, n, 2, D, *p.kernel_args(), sums) == -1
+    total = {}
+    for run in runs:
+        for row, _, w in run:
+            total[row] = total.get(row, 0) + w
+    assert {tuple(r): int(sums[q]) for r, q in zip(p.unpack(np.flatnonzero(sums)).tolist(), np.flatnonzero(sums))} \
+        == {r: v for r, v in total.items() if v}
+    rows = sorted(batch)
+    keys, w = arr(rows).reshape(len(rows), 2), arr([batch[r] for r in rows])
+    out_k, out_w = np.empty((len(rows), 2), dtype=np.int64), np.empty(len(rows), dtype=np.int64)
+    m, bad = integral_step(keys, w, *p.kernel_args(), sums, out_k, out_w)
+    assert bad == -1
+    want = [(r, (total.get(r, 0) + batch[r] > 0) - (total.get(r, 0) > 0)) for r in rows]
+    assert [(tuple(out_k[i].tolist()), int(out_w[i])) for i in range(m)] == [(r, d) for r, d in want if d]
+    for r in rows:
+        total[r] = total.get(r, 0) + batch[r]
+    assert all(int(sums[p.pack(arr([r]))[0]]) == v for r, v in total.items())
+
+
+def test_the_integral_refuses_a_row_outside_its_packing_and_names_an_overflow():
+    p = packing_within(arr([0]), arr([3]))
+    sums = np.zeros(4, dtype=np.int64)
+    out_k, out_w = np.empty((2, 1), dtype=np.int64), np.empty(2, dtype=np.int64)
+    # a row outside the packing: nothing added, not even the rows before it
+    assert integral_step(arr([[1], [9]]), arr([1, 1]), *p.kernel_args(), sums, out_k, out_w) == (0, -2)
+    assert not sums.any()
+    sums[2] = I64_MAX
+    assert integral_step(arr([[1], [2]]), arr([1, 1]), *p.kernel_args(), sums, out_k, out_w)[1] == 1
+    rt, n = table([[((2,), (0, 0), 5)], [((7,), (0, 1), 1)]], 1)
+    assert integral_into(rt.table, n, 1, D, *p.kernel_args(), np.zeros(4, dtype=np.int64)) == -2
+    rt, n = table([[((2,), (0, 0), I64_MAX)], [((2,), (0, 1), 1)]], 1)
+    assert integral_into(rt.table, n, 1, D, *p.kernel_args(), np.zeros(4, dtype=np.int64)) == -3
 
 
 def stored(runs):
@@ -120,9 +160,8 @@ def test_lattice_distinct_with_a_plan_equals_the_scan_and_plans_every_later_iter
     planned = sorted({row for row, s in held if s[0] == t[0] and below(s, t)}
                      & {row for row, s in held if s[0] < t[0] and s[1] == t[1]})
     extra = np.array(planned, dtype=np.int64).reshape(len(planned), 1)
-    got = lattice_distinct(rt.table, n_prior, 1, np.array(t, dtype=np.int64), extra, True, *NO_PACKING)
-    want = lattice_distinct(rt.table, n_prior, 1, np.array(t, dtype=np.int64), np.zeros((0, 1), dtype=np.int64), False,
-                            *NO_PACKING)
+    got = lattice_distinct(rt.table, n_prior, 1, np.array(t, dtype=np.int64), extra, True)
+    want = lattice_distinct(rt.table, n_prior, 1, np.array(t, dtype=np.int64), np.zeros((0, 1), dtype=np.int64), False)
     assert got[3] == want[3] == -1
     assert got[0][:got[2]].tolist() == want[0][:want[2]].tolist()
     assert got[1][:got[2]].tolist() == want[1][:want[2]].tolist()
