@@ -391,7 +391,7 @@ class Circuit:
                 if node.op.linear and all(v.is_empty() for v in ins):
                     values[j] = node.schema.empty(self.n_dims)  # stateless: nothing to stage
                     continue
-                ctx = Context(time, self.n_dims, self.global_id(j))
+                ctx = Context(time, self.n_dims, self.global_id(j), root._keep)
                 out, state[j] = node.op.eval(ins, state[j], ctx)
                 root._journal[ctx.node] = (node.op, state[j])
                 values[j] = out

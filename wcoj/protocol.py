@@ -74,6 +74,9 @@ class Context:
     time: Time
     n_dims: int
     node: tuple[int, ...]
+    # False in a tick that keeps no state (``Circuit.step(keep=False)``, ``q``'s one tick):
+    # what only later ticks or epochs would read need not be kept
+    keep: bool = True
 
 
 class Operator:

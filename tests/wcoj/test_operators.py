@@ -196,19 +196,19 @@ later_epochs = st.dictionaries(st.tuples(st.integers(1, 2), st.integers(0, 3)),
 @pytest.mark.parametrize("max_bits", [2, 4, 24])
 @settings(max_examples=100, deadline=None)
 @given(first_epoch, later_epochs)
-@example([{(3,): 1}, {(30,): 1, (3,): 1}, {(3,): -2}], {})  # rebuilt wider at iteration 1
+@example([{(3,): 1}, {(30,): 1, (3,): 1}, {(3,): -2}], {})  # a wider table at iteration 1
 def test_the_node_with_its_first_epoch_integral_equals_the_grid_oracle(max_bits, first, later):
     """``DistinctTrace`` as a child runs it: the state threaded through an epoch's
-    iterations (at the first epoch the running integral, built from the first batch
-    here, rebuilt wider when a row falls outside it, or given up for the lookups when
-    that needs more than ``max_bits`` bits) and dropped at the epoch's end."""
+    iterations and dropped at the epoch's end. At the first epoch it is the running
+    integral: a table from the first batch here, rebuilt wider when a row falls outside
+    it, or rows when that needs more than ``max_bits`` bits."""
     from wcoj import config
     from wcoj.circuit import Context
     from wcoj.operators import DistinctTrace
 
     x = {(0, i): z for i, z in enumerate(first)} | later
-    old = config.RADIX_MIN_ROWS, config.DENSE_SUM_SLOTS, config.DENSE_SUM_MAX_BITS
-    config.RADIX_MIN_ROWS, config.DENSE_SUM_SLOTS, config.DENSE_SUM_MAX_BITS = 1, 1 << 20, max_bits
+    old = config.DENSE_SUM_SLOTS, config.DENSE_SUM_MAX_BITS
+    config.DENSE_SUM_SLOTS, config.DENSE_SUM_MAX_BITS = 1 << 20, max_bits
     try:
         want = ref.nested_grid_delta(x, ref.distinct, 3, 4)
         op, tr = DistinctTrace(), Trace(arity=1, n_dims=2)
@@ -222,7 +222,24 @@ def test_the_node_with_its_first_epoch_integral_equals_the_grid_oracle(max_bits,
                 tr = tr.insert(b, (e, i))
             tr = tr.advance((e, 0))
     finally:
-        config.RADIX_MIN_ROWS, config.DENSE_SUM_SLOTS, config.DENSE_SUM_MAX_BITS = old
+        config.DENSE_SUM_SLOTS, config.DENSE_SUM_MAX_BITS = old
+
+
+def test_a_tick_that_keeps_nothing_skips_the_distinct_trace_only_where_distinct_does_not_read_it():
+    """At a depth-1 child's first epoch distinct answers from its integral, so ``q``'s
+    tick (keep=False) does not grow the trace of its input; every other trace, and the
+    same trace at a later epoch, deeper or in a kept tick, grows."""
+    from wcoj.circuit import Context
+    from wcoj.operators.traces import TraceAppend
+
+    z = ZSet.from_rows([(1,)])
+    for op, ctx, grows in [(TraceAppend(for_distinct=True), Context((0, 3), 2, (), keep=False), False),
+                           (TraceAppend(for_distinct=True), Context((0, 3), 2, (), keep=True), True),
+                           (TraceAppend(for_distinct=True), Context((1, 3), 2, (), keep=False), True),
+                           (TraceAppend(for_distinct=True), Context((0, 1, 3), 3, (), keep=False), True),
+                           (TraceAppend(), Context((0, 3), 2, (), keep=False), True)]:
+        tr = Trace(1, n_dims=ctx.n_dims)
+        assert (len(op.eval([z, tr], None, ctx)[0]) == 1) == grows, ctx
 
 
 @settings(max_examples=60)

@@ -19,9 +19,8 @@ the other side is looked up by its keys, galloping forward through each run.
 Large inputs whose rows pack into few bits (a ``wcoj.rows.Packing`` passed in) go through
 tables of one slot per packed row: the join sums its rows there once it has written a
 quarter of the table's worth, and at a child's first epoch distinct keeps each row's
-integral over the iterations so far in one (``integral_into`` fills it from a trace's
-runs, ``integral_step`` answers a batch from it and adds the batch). The helpers that
-read runs are in ``runs``.
+integral over the iterations so far in one (``integral_step`` answers a batch from it and
+adds the batch). The helpers that read runs are in ``runs``.
 
 Inputs are int64; weights are checked (a sum or product that leaves int64 is reported,
 never wrapped).
@@ -34,7 +33,7 @@ from .runs import (_cmp_at, _consolidate, _fields, _gather_box, _in_box, _in_cor
                    _seek, _sort_rows)
 from .zsets import _add_overflows, _mul_overflows
 
-__all__ = ["lattice_join", "lattice_distinct", "integral_into", "integral_step", "lattice_next", "OK",
+__all__ = ["lattice_join", "lattice_distinct", "integral_step", "lattice_next", "OK",
            "SUM_OVERFLOW", "PRODUCT_OVERFLOW", "DENSE", "RETRY"]
 
 OK, SUM_OVERFLOW, PRODUCT_OVERFLOW = 0, 1, 2
@@ -344,29 +343,9 @@ def lattice_distinct(table, n_prior, arity, t, extra, scheduled):
 
 
 @kernel
-def integral_into(table, n_runs, arity, d, lows, spans, shifts, sums):
-    """Add every entry of the first ``n_runs`` runs of a run table into ``sums``, one slot
-    per row packed by ``lows``/``spans``/``shifts`` (``wcoj.rows.Packing``): each row's
-    integral over every time the runs hold (``d`` coordinates). Returns -1, -2 when a row
-    lies outside the packing's ranges, or -3 when a sum leaves int64."""
-    stride = 8 * (arity + d)
-    for r in range(n_runs):
-        base, wbase, nn = table[r, RUN_KEYS], table[r, RUN_WEIGHTS], table[r, RUN_N]
-        for p in range(nn):
-            q = _pack_row(base + stride * p, arity, lows, spans, shifts)
-            if q < 0:
-                return -2
-            x = load(wbase, p)
-            if _add_overflows(sums[q], x):
-                return -3
-            sums[q] += x
-    return -1
-
-
-@kernel
 def integral_step(keys, weights, lows, spans, shifts, sums, out_k, out_w):
     """``distinct``'s change for a batch of consolidated rows given each row's integral so
-    far in ``sums`` (``integral_into``), ``H(V + w) - H(V)`` per row, in batch order; adds
+    far in ``sums``, ``H(V + w) - H(V)`` per row, in batch order; adds
     the batch into ``sums``. Returns ``(m, bad)``: rows written to ``out_k``/``out_w``, and
     -1, -2 when a row lies outside the packing (``sums`` then unchanged), or the index of
     the row whose sum leaves int64."""

@@ -36,14 +36,15 @@ from wcoj.errors import CircuitError, WeightOverflowError
 from wcoj import config
 from wcoj.indexed import IndexedZSet
 from wcoj.kernels.memory import read_only
-from wcoj.kernels.lattice import integral_into, integral_step, lattice_distinct, lattice_next
-from wcoj.rows import Packing, packing_within, union_bounds
+from wcoj.kernels.lattice import integral_step, lattice_distinct, lattice_next
+from wcoj.rows import Packing, column_bounds, packing_within, union_bounds
 from wcoj.time import Box, Time, as_row
-from wcoj.trace import Trace
+from wcoj.trace import Trace, align_weights
 from wcoj.zset import ZSet
 
 __all__ = ["TraceAppend", "UntimedTraceAppend", "Z1Trace", "integrate_trace", "lattice_delta",
-           "candidate_keys", "next_busy_iteration", "scheduled_distinct", "Integral"]
+           "candidate_keys", "next_busy_iteration", "scheduled_distinct", "Integral",
+           "first_epoch_integral"]
 
 
 def _rows(x: ZSet | IndexedZSet) -> ZSet:
@@ -146,11 +147,11 @@ def scheduled_distinct(batch: ZSet, prior: Trace, t: tuple[int, ...], plan: Any)
     change there (``lattice_distinct``'s docstring). Returns the change and the plan with
     the batch's rows added (a new dict: states are never changed in place).
 
-    At the first epoch nothing is planned, and from the first large batch on the state is
-    an ``Integral`` instead: every row's weight summed over the epoch's iterations so far.
+    At the first epoch nothing is planned, and the state is an ``Integral`` instead: every
+    row's weight summed over the epoch's iterations so far; the trace is not read.
     """
     if t[0] == 0:
-        return _first_epoch_distinct(batch, prior, t, plan)
+        return _first_epoch_distinct(batch, plan, prior.arity)
     rows = (plan or {}).get(t[1], ())
     extra = np.concatenate(rows) if len(rows) > 1 else rows[0] if rows else _no_rows(prior.arity)
     out, plan_rows, plan_its = _lattice_distinct(batch, prior, t, extra, True)
@@ -184,46 +185,77 @@ def _lattice_distinct(batch: ZSet, prior: Trace, t: tuple[int, ...], extra: Any,
     return out, plan_rows[:s], plan_its[:s]
 
 
+def first_epoch_integral(ctx: Context) -> bool:
+    """Whether ``distinct`` at this evaluation keeps its own integral instead of reading
+    its trace: at a depth-1 child's first epoch (times (0, i)), where nothing earlier is
+    planned. There the trace of its input is read only by later epochs."""
+    return ctx.n_dims == 2 and as_row(ctx.time)[0] == 0
+
+
 class Integral:
     """``distinct``'s state over a child's first epoch: every row's weight summed over the
-    iterations so far, in a table of one slot per row packed by ``packing``. A batch's
-    change is then ``H(V + w) - H(V)`` per row, at the cost of the batch, where the
-    lookups of ``lattice_distinct`` seek each row in every run of the trace. Changed in
-    place by the epoch's iterations (no earlier state holds it) and dropped at its end."""
+    iterations so far. A batch's change is ``H(V + w) - H(V)`` per row, at the cost of
+    the batch, where ``lattice_distinct`` seeks each row in every run of the trace.
 
-    __slots__ = ("packing", "args", "sums")
+    Held in a table of one slot per packed row once the rows pack into at most
+    ``config.DENSE_SUM_MAX_BITS`` bits with at most ``config.DENSE_SUM_SLOTS`` slots per
+    row held (``integral_step``), else as a consolidated Z-set that each batch is merged
+    into. Changed in place by the epoch's iterations (nothing else holds it) and dropped
+    at the epoch's end.
 
-    def __init__(self, packing: Packing, sums: np.ndarray):
-        self.packing, self.args, self.sums = packing, packing.kernel_args(), sums
+    >>> acc = Integral(1)
+    >>> acc.step(ZSet.from_dict({(3,): 2})).to_dict(), acc.step(ZSet.from_dict({(3,): -2, (4,): 1})).to_dict()
+    ({(3,): 1}, {(3,): -1, (4,): 1})
+    """
 
-    @classmethod
-    def build(cls, prior: Trace, batch: ZSet, old: Integral | None = None) -> Integral | None:
-        """The integral of every entry of ``prior`` (all before the batch's time), packed
-        to hold ``batch``'s rows too (and ``old``'s), or None when that needs more than
-        ``config.DENSE_SUM_MAX_BITS`` bits or ``config.DENSE_SUM_SLOTS`` slots per entry
-        and batch row."""
-        bounds = prior.column_bounds(batch)
-        if old is not None:
-            bounds = union_bounds([bounds, (old.packing.lows, old.packing.highs)])
+    __slots__ = ("z", "packing", "args", "sums", "held")
+
+    def __init__(self, arity: int):
+        self.z: ZSet | None = ZSet.empty(arity)
+        self.packing: Packing | None = None
+        self.args: tuple = ()
+        self.sums: np.ndarray | None = None
+        self.held = 0  # rows added so far (at least the rows with a non-zero sum)
+
+    def step(self, batch: ZSet) -> ZSet:
+        """The batch's change; its rows are added to the integral."""
+        if batch.is_empty():
+            return batch
+        self.held += len(batch)
+        if self.sums is None:
+            self._to_table(batch)
+        if self.sums is not None:
+            out = self._table_step(batch)
+            if out is not None:
+                return out
+            self._to_rows()  # a row outside the packing: a wider one, or rows
+            self._to_table(batch)
+            if self.sums is not None:
+                return self._table_step(batch)
+        return self._rows_step(batch)
+
+    def _to_table(self, batch: ZSet) -> None:
+        z = self.z
+        bounds = column_bounds(batch.keys)
+        if len(z):
+            bounds = union_bounds([bounds, column_bounds(z.keys)])
         p = packing_within(*bounds)
         if p is None or p.n_bits > config.DENSE_SUM_MAX_BITS or \
-                (1 << p.n_bits) > config.DENSE_SUM_SLOTS * (len(batch) + len(prior)):
-            return None
-        lows, spans, shifts = p.kernel_args()
-        sums = np.zeros(1 + int(np.sum(spans << shifts)), dtype=np.int64)
-        runs = prior._all_runs()
-        if runs:
-            bad = integral_into(read_only(prior.run_table().table), len(runs), prior.arity, prior.n_dims,
-                                lows, spans, shifts, sums)
-            if bad == -3:
-                raise WeightOverflowError("distinct: a row's accumulated weight does not fit in int64")
-            if bad == -2:  # (bounds are never narrower than the rows: not reached)
-                return None
-        return cls(p, sums)
+                (1 << p.n_bits) > config.DENSE_SUM_SLOTS * self.held:
+            return
+        self.packing, self.args = p, p.kernel_args()
+        lows, spans, shifts = self.args
+        self.sums = np.zeros(1 + int(np.sum(spans << shifts)), dtype=np.int64)
+        if len(z):
+            self.sums[p.pack(z.keys)] = z.weights  # consolidated: one row per slot
+        self.z = None
 
-    def step(self, batch: ZSet) -> ZSet | None:
-        """The batch's change, its rows added to the integral; None (nothing added) when a
-        row lies outside the packing."""
+    def _to_rows(self) -> None:
+        at = np.flatnonzero(self.sums)  # ascending, as the rows it packs
+        self.z = ZSet(self.packing.unpack(at), self.sums[at])
+        self.sums = self.packing = None
+
+    def _table_step(self, batch: ZSet) -> ZSet | None:
         n = len(batch)
         out_k, out_w = np.empty((n, batch.arity), dtype=np.int64), np.empty(n, dtype=np.int64)
         m, bad = integral_step(read_only(batch.keys), read_only(batch.weights), *self.args, self.sums, out_k, out_w)
@@ -234,25 +266,21 @@ class Integral:
                                       f"{tuple(batch.keys[bad].tolist())} does not fit in int64")
         return ZSet(out_k[:m], out_w[:m]) if m else ZSet.empty(batch.arity)
 
+    def _rows_step(self, batch: ZSet) -> ZSet:
+        old = align_weights(batch.keys, self.z)
+        self.z = self.z.plus(batch)  # raises on a sum beyond int64
+        d = (old + batch.weights > 0).astype(np.int64) - (old > 0)
+        keep = d != 0
+        return ZSet(batch.keys[keep], d[keep])
 
-def _first_epoch_distinct(batch: ZSet, prior: Trace, t: tuple[int, ...],
-                          acc: Integral | None) -> tuple[ZSet, Integral | None]:
-    """``distinct``'s change at ``t`` = (0, i): nothing is planned at the first epoch, so
-    only the batch's rows can change. From the first batch of at least
-    ``config.RADIX_MIN_ROWS`` rows the integral of the epoch so far is kept in a table
-    (``Integral``), rebuilt wider when a batch's row lies outside it."""
+
+def _first_epoch_distinct(batch: ZSet, acc: Integral | None, arity: int) -> tuple[ZSet, Integral | None]:
+    """``distinct``'s change at (0, i) from its running integral (``Integral``; none
+    before the first batch)."""
     if batch.is_empty():
-        return ZSet.empty(prior.arity), acc
-    if acc is None and len(batch) >= config.RADIX_MIN_ROWS:
-        acc = Integral.build(prior, batch)
-    if acc is not None:
-        out = acc.step(batch)
-        if out is not None:
-            return out, acc
-        acc = Integral.build(prior, batch, acc)
-        if acc is not None:
-            return acc.step(batch), acc
-    return _lattice_distinct(batch, prior, t, _no_rows(prior.arity), True)[0], None
+        return ZSet.empty(arity), acc
+    acc = acc if acc is not None else Integral(arity)
+    return acc.step(batch), acc
 
 
 def _epoch_boxes(t: tuple[int, ...]) -> list[Box]:
@@ -301,6 +329,11 @@ class TraceAppend(Operator):
     input_kinds = ("zset", "trace")
     next_busy = _idle
 
+    def __init__(self, for_distinct: bool = False):
+        # the trace of a child's distinct, read only by later epochs at the first one
+        # (``first_epoch_integral``): a tick that keeps nothing skips it there
+        self.for_distinct = for_distinct
+
     def check_inputs(self, inputs: list[Schema]) -> None:
         kinds = tuple(s.kind for s in inputs)
         if kinds not in (("zset", "trace"), ("indexed", "trace")):
@@ -315,6 +348,8 @@ class TraceAppend(Operator):
         return inputs[1]
 
     def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
+        if self.for_distinct and not ctx.keep and first_epoch_integral(ctx):
+            return values[1], state
         return values[1].insert(values[0], ctx.time), state
 
 
@@ -365,14 +400,15 @@ class Z1Trace(Operator):
         return state.advance(frontier)
 
 
-def integrate_trace(stream: Stream) -> tuple[Stream, Stream]:
+def integrate_trace(stream: Stream, for_distinct: bool = False) -> tuple[Stream, Stream]:
     """Wire the loop ``trace = trace_append(stream, z1_trace(trace))``; return
-    ``(trace, prior)``: the trace including the current delta, and the one before it."""
+    ``(trace, prior)``: the trace including the current delta, and the one before it
+    (``for_distinct``: only a ``DistinctTrace`` reads it, ``TraceAppend``'s flag)."""
     c: Circuit = stream.circuit
     sch = stream.schema
     if sch.kind == "trace":
         raise CircuitError("integrate_trace takes a zset or indexed stream, got a trace")
     prior = c.delay_trace(sch.arity, sch.n_key)
-    trace = c.add(TraceAppend(), stream, prior)
+    trace = c.add(TraceAppend(for_distinct), stream, prior)
     prior.connect(trace)
     return trace, prior
