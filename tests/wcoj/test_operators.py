@@ -225,21 +225,30 @@ def test_the_node_with_its_first_epoch_integral_equals_the_grid_oracle(max_bits,
         config.DENSE_SUM_SLOTS, config.DENSE_SUM_MAX_BITS = old
 
 
-def test_a_tick_that_keeps_nothing_skips_the_distinct_trace_only_where_distinct_does_not_read_it():
-    """At a depth-1 child's first epoch distinct answers from its integral, so ``q``'s
-    tick (keep=False) does not grow the trace of its input; every other trace, and the
-    same trace at a later epoch, deeper or in a kept tick, grows."""
+def test_a_tick_that_keeps_nothing_skips_only_the_traces_its_first_epoch_does_not_read():
+    """At a depth-1 child's first epoch, ``q``'s tick (keep=False) does not grow a trace
+    nothing reads there: distinct's input (distinct answers from its integral) and a
+    join side whose other side is zero past iteration 0. Every other trace, and the
+    same traces at a later epoch, deeper or in a kept tick, grow."""
     from wcoj.circuit import Context
-    from wcoj.operators.traces import TraceAppend
+    from wcoj.operators.traces import TraceAppend, zero_past_iteration_zero
 
     z = ZSet.from_rows([(1,)])
-    for op, ctx, grows in [(TraceAppend(for_distinct=True), Context((0, 3), 2, (), keep=False), False),
-                           (TraceAppend(for_distinct=True), Context((0, 3), 2, (), keep=True), True),
-                           (TraceAppend(for_distinct=True), Context((1, 3), 2, (), keep=False), True),
-                           (TraceAppend(for_distinct=True), Context((0, 1, 3), 3, (), keep=False), True),
+    for op, ctx, grows in [(TraceAppend(first_epoch_unread=True), Context((0, 3), 2, (), keep=False), False),
+                           (TraceAppend(first_epoch_unread=True), Context((0, 3), 2, (), keep=True), True),
+                           (TraceAppend(first_epoch_unread=True), Context((1, 3), 2, (), keep=False), True),
+                           (TraceAppend(first_epoch_unread=True), Context((0, 1, 3), 3, (), keep=False), True),
                            (TraceAppend(), Context((0, 3), 2, (), keep=False), True)]:
         tr = Trace(1, n_dims=ctx.n_dims)
         assert (len(op.eval([z, tr], None, ctx)[0]) == 1) == grows, ctx
+    c = Circuit()
+    src = c.source(arity=2)
+    child = c.child()
+    base = child.import_(src)
+    fb = child.delay(2)
+    assert zero_past_iteration_zero(base) and zero_past_iteration_zero(base.map(lambda k: k, arity=2).plus(base))
+    assert not zero_past_iteration_zero(child.import_(src, mode="const"))
+    assert not zero_past_iteration_zero(fb) and not zero_past_iteration_zero(base.plus(fb))
 
 
 @settings(max_examples=60)

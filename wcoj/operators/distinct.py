@@ -159,5 +159,5 @@ class DistinctTrace(_WithTrace):
 
 def distinct_nested(stream: Stream) -> Stream:
     """``distinct`` incrementalised at any depth: ``distinct_trace(Δ, z1_trace(trace of Δ))``."""
-    _, prior = integrate_trace(stream, for_distinct=True)
+    _, prior = integrate_trace(stream, first_epoch_unread=True)
     return stream.circuit.add(DistinctTrace(), stream, prior)

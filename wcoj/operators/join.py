@@ -30,7 +30,7 @@ from wcoj import config
 from wcoj.kernels.lattice import DENSE, OK, PRODUCT_OVERFLOW, RETRY, lattice_join
 from wcoj.kernels.memory import read_only
 from wcoj.operators.linear import infer_arity
-from wcoj.operators.traces import _idle, _soonest, integrate_trace, next_busy_iteration
+from wcoj.operators.traces import _idle, _soonest, integrate_trace, next_busy_iteration, zero_past_iteration_zero
 from wcoj.rows import NO_PACKING, Columns, Packing, packing_within
 from wcoj.time import Time, as_row
 from wcoj.trace import Trace
@@ -206,8 +206,10 @@ def incremental_join(a: Stream, b: Stream, fn: Callable | None = None, arity: in
     z1_trace(a))``; in a child: ``join_lattice`` over both traces.
     """
     c: Circuit = a.circuit
-    _, pa = integrate_trace(a)
-    _, pb = integrate_trace(b)
+    # a side's trace is read when the other side changes: past iteration 0, not at all
+    # when the other side is zero there (a recursion's base relation, imported delta0)
+    _, pa = integrate_trace(a, first_epoch_unread=zero_past_iteration_zero(b))
+    _, pb = integrate_trace(b, first_epoch_unread=zero_past_iteration_zero(a))
     if c.n_dims > 1:
         return c.add(JoinLattice(fn, arity), a, b, pa, pb)
     from wcoj.operators.linear import Plus

@@ -44,7 +44,7 @@ from wcoj.zset import ZSet
 
 __all__ = ["TraceAppend", "UntimedTraceAppend", "Z1Trace", "integrate_trace", "lattice_delta",
            "candidate_keys", "next_busy_iteration", "scheduled_distinct", "Integral",
-           "first_epoch_integral"]
+           "first_epoch_integral", "zero_past_iteration_zero"]
 
 
 def _rows(x: ZSet | IndexedZSet) -> ZSet:
@@ -329,10 +329,10 @@ class TraceAppend(Operator):
     input_kinds = ("zset", "trace")
     next_busy = _idle
 
-    def __init__(self, for_distinct: bool = False):
-        # the trace of a child's distinct, read only by later epochs at the first one
-        # (``first_epoch_integral``): a tick that keeps nothing skips it there
-        self.for_distinct = for_distinct
+    def __init__(self, first_epoch_unread: bool = False):
+        # a trace that a depth-1 child's first epoch never reads (only later epochs do):
+        # a tick that keeps nothing skips it there (``integrate_trace``)
+        self.first_epoch_unread = first_epoch_unread
 
     def check_inputs(self, inputs: list[Schema]) -> None:
         kinds = tuple(s.kind for s in inputs)
@@ -348,7 +348,7 @@ class TraceAppend(Operator):
         return inputs[1]
 
     def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
-        if self.for_distinct and not ctx.keep and first_epoch_integral(ctx):
+        if self.first_epoch_unread and not ctx.keep and first_epoch_integral(ctx):
             return values[1], state
         return values[1].insert(values[0], ctx.time), state
 
@@ -400,15 +400,31 @@ class Z1Trace(Operator):
         return state.advance(frontier)
 
 
-def integrate_trace(stream: Stream, for_distinct: bool = False) -> tuple[Stream, Stream]:
+def zero_past_iteration_zero(stream: Stream) -> bool:
+    """True when ``stream`` (in a child) is zero past iteration 0 of every epoch: a
+    ``delta0`` import, or a linear operator of such streams."""
+    node = stream.circuit.nodes[stream.node_id]
+    if node.kind == "import":
+        return node.mode == "delta0"
+    if node.kind == "operator" and node.op.linear and node.inputs:
+        return all(zero_past_iteration_zero(Stream(stream.circuit, i)) for i in node.inputs)
+    return False
+
+
+def integrate_trace(stream: Stream, first_epoch_unread: bool = False) -> tuple[Stream, Stream]:
     """Wire the loop ``trace = trace_append(stream, z1_trace(trace))``; return
-    ``(trace, prior)``: the trace including the current delta, and the one before it
-    (``for_distinct``: only a ``DistinctTrace`` reads it, ``TraceAppend``'s flag)."""
+    ``(trace, prior)``: the trace including the current delta, and the one before it.
+
+    ``first_epoch_unread``: in a depth-1 child, no node reads the trace at the first
+    epoch (times (0, i)) past iteration 0, where it is empty anyway: a ``DistinctTrace``
+    (which keeps its own integral there), or a join whose other input is zero past
+    iteration 0 (``zero_past_iteration_zero``). A tick that keeps nothing (``q``'s) then
+    does not grow it: later epochs would be its only readers."""
     c: Circuit = stream.circuit
     sch = stream.schema
     if sch.kind == "trace":
         raise CircuitError("integrate_trace takes a zset or indexed stream, got a trace")
     prior = c.delay_trace(sch.arity, sch.n_key)
-    trace = c.add(TraceAppend(for_distinct), stream, prior)
+    trace = c.add(TraceAppend(first_epoch_unread), stream, prior)
     prior.connect(trace)
     return trace, prior
