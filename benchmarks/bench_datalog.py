@@ -32,6 +32,7 @@ import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -289,6 +290,7 @@ def _duckdb(n: int, src, dst, sql: str) -> tuple[float, object] | None:
     except ImportError:
         return None
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
     e = pd.DataFrame({"src": src, "dst": dst})  # noqa: F841  (read by name in SQL)
     people = pd.DataFrame({"id": np.arange(1, n + 1), "name": [f"p{i}" for i in range(n)]})  # noqa: F841
     con.execute("CREATE TABLE e AS SELECT * FROM e")
@@ -332,27 +334,57 @@ def _datascript(d: str | None, n: int, src, dst, query: str, timeout: float):
     return out["ms"], out["count"]
 
 
+_ISOLATED = """
+import json, resource, sys
+from benchmarks.bench_datalog import BATCH, SQL, _duckdb, _engine, follows_graph
+engine, name, n, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+src, dst = follows_graph(n, seed)
+r = _engine(n, src, dst, BATCH[name]) if engine == "engine" else _duckdb(n, src, dst, SQL[name])
+mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print()
+print("RESULT " + json.dumps(None if r is None else [r[0], int(r[1]), mb]))
+"""
+
+
+def _isolated(engine: str, name: str, n: int, seed: int) -> tuple[float, int, float] | None:
+    """``(ms, count, peak RSS MB)`` of one engine's query in a process of its own: a big
+    closure takes gigabytes, and a process keeps what it freed (``wcoj.heap``), so the
+    second engine in one process would pay for the first's memory."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", _ISOLATED, engine, name, str(n), str(seed)], cwd=root,
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{engine} {name} n={n} failed (exit {out.returncode}): {out.stderr[-2000:]}")
+    got = json.loads([x for x in out.stdout.splitlines() if x.startswith("RESULT ")][-1][7:])
+    return None if got is None else tuple(got)
+
+
 def batch(sizes=(1000, 10000), closure_sizes=(1000,), repeat: int = 3, seed: int = 0,
           results: Results | None = None, datascript_timeout: float = 60.0) -> Results:
-    """Recursive queries asked once (table ``batch``): the engine (a view's first tick, as
-    ``q``) against DuckDB's recursive CTE and DataScript, medians of ``repeat`` runs
-    (one run for the closure: it takes seconds)."""
+    """Recursive queries asked once (table ``batch``): the engine (``q``) against DuckDB's
+    recursive CTE and DataScript, medians of ``repeat`` runs. The closure runs once per
+    engine, each in a process of its own, with its peak memory (``engine_mb``,
+    ``duckdb_mb``)."""
     results = results or Results("bench_datalog", seed)
     ds = _datascript_dir()
     print(f"\n{'query':10} {'people':>7} {'rows':>8} {'engine_ms':>10} {'duckdb_ms':>10} "
-          f"{'datascript_ms':>14} {'engine/duckdb':>14}")
+          f"{'datascript_ms':>14} {'engine/duckdb':>14} {'engine_mb':>10} {'duckdb_mb':>10}")
     try:
         for n in sizes:
             src, dst = follows_graph(n, seed)
             for name, query in BATCH.items():
                 if name == "closure" and n not in closure_sizes:
                     continue
-                reps = 1 if name == "closure" else repeat
                 _engine(100, *follows_graph(100, seed), query)  # warm-up: JIT compilation
-                eng = [_engine(n, src, dst, query) for _ in range(reps)]
-                duck = [_duckdb(n, src, dst, SQL[name]) for _ in range(reps)]
-                me, got = statistics.median(t for t, _ in eng), eng[0][1]
-                md = statistics.median(t for t, _ in duck) if duck[0] else None
+                mem = [None, None]
+                if name == "closure":
+                    eng, duck = [_isolated("engine", name, n, seed)], [_isolated("duckdb", name, n, seed)]
+                    mem = [eng[0][2], duck[0][2] if duck[0] else None]
+                else:
+                    eng = [_engine(n, src, dst, query) for _ in range(repeat)]
+                    duck = [_duckdb(n, src, dst, SQL[name]) for _ in range(repeat)]
+                me, got = statistics.median(r[0] for r in eng), eng[0][1]
+                md = statistics.median(r[0] for r in duck) if duck[0] else None
                 if duck[0] and duck[0][1] != got:
                     raise AssertionError(f"{name} n={n}: engine {got}, duckdb {duck[0][1]}")
                 dres = _datascript(ds, n, src, dst, DATASCRIPT_Q[name], datascript_timeout)
@@ -361,10 +393,12 @@ def batch(sizes=(1000, 10000), closure_sizes=(1000,), repeat: int = 3, seed: int
                 dtxt = (f"{dres[0]:.1f}" if isinstance(dres, tuple) else
                         f">{datascript_timeout * 1e3:.0f}" if dres == "timeout" else "-")
                 results.add("batch", query=name, people=n, rows=got, engine_ms=me, duckdb_ms=md,
-                            datascript_ms=dres[0] if isinstance(dres, tuple) else dres)
+                            datascript_ms=dres[0] if isinstance(dres, tuple) else dres,
+                            engine_mb=mem[0], duckdb_mb=mem[1])
                 dtxt_duck = f"{md:.1f}" if md is not None else "-"
                 ratio = f"{me / md:.3f}x" if md else "-"
-                print(f"{name:10} {n:7d} {got:8d} {me:10.1f} {dtxt_duck:>10} {dtxt:>14} {ratio:>14}",
+                mtxt = " ".join(f"{x:10.0f}" if x is not None else f"{'-':>10}" for x in mem)
+                print(f"{name:10} {n:7d} {got:8d} {me:10.1f} {dtxt_duck:>10} {dtxt:>14} {ratio:>14} {mtxt}",
                       flush=True)
     finally:
         if ds:
