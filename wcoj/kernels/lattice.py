@@ -30,7 +30,7 @@ import numpy as np
 
 from .memory import RUN_KEYS, RUN_N, RUN_WEIGHTS, grown, kernel, load
 from .runs import (_cmp_at, _consolidate, _fields, _gather_box, _in_box, _in_corner, _pack_row, _run_meets,
-                   _seek, _sort_rows)
+                   _seek, _sort_rows, _sum_rows_in_place)
 from .zsets import _add_overflows, _mul_overflows
 
 __all__ = ["lattice_join", "lattice_distinct", "integral_step", "lattice_next", "OK",
@@ -70,6 +70,7 @@ def lattice_join(ta, tb, nk, arity_a, arity_b, t, a_map, b_map, lows, spans, shi
     table = np.zeros(0, dtype=np.int64)
     dense = False
     opart = np.empty(16, dtype=np.int64)  # the other side's rows' packed fields, per key
+    o_addr, o_w = np.empty(16, dtype=np.int64), np.empty(16, dtype=np.int64)
     alo, ahi = np.empty(d, dtype=np.int64), np.empty(d, dtype=np.int64)
     blo, bhi = np.empty(d, dtype=np.int64), np.empty(d, dtype=np.int64)
     for mask in range(1 << d):
@@ -120,20 +121,29 @@ def lattice_join(ta, tb, nk, arity_a, arity_b, t, a_map, b_map, lows, spans, shi
                     cnt += 1
                     p += 1
             if cnt:
-                o_addr, o_w = np.empty(cnt, dtype=np.int64), np.empty(cnt, dtype=np.int64)
-                k = 0
+                if cnt > o_addr.shape[0]:  # scratch for the key's entries, reused across keys
+                    o_addr = np.empty(max(cnt, 2 * o_addr.shape[0]), dtype=np.int64)
+                    o_w = np.empty(o_addr.shape[0], dtype=np.int64)
+                k = used = 0
                 for r in range(ot.shape[0]):
                     if not _run_meets(ot, r, olo, ohi):
                         continue
                     base, wbase, n = ot[r, RUN_KEYS], ot[r, RUN_WEIGHTS], ot[r, RUN_N]
                     p = cur[r]
+                    k0 = k
                     while p < n and _cmp_at(base + ostride * p, key, nk) == 0:
                         row = base + ostride * p
                         if _in_box(row, ow, olo, ohi):
                             o_addr[k], o_w[k] = row, load(wbase, p)
                             k += 1
                         p += 1
-                o_addr, o_w, no, bad = _consolidate(o_addr, o_w, k, ow)
+                    if k > k0:
+                        used += 1
+                if used <= 1 or k <= 32:  # one run's entries are sorted already
+                    c_addr, c_w = o_addr, o_w
+                    no, bad = _sum_rows_in_place(o_addr, o_w, k, ow, used > 1)
+                else:
+                    c_addr, c_w, no, bad = _consolidate(o_addr, o_w, k, ow)
                 if bad >= 0:
                     return out_k, out_w, m, SUM_OVERFLOW, 0, 0
                 if not dense and dense_at > 0 and m + (h - g) * no > dense_at:  # sum from here on
@@ -153,7 +163,7 @@ def lattice_join(ta, tb, nk, arity_a, arity_b, t, a_map, b_map, lows, spans, shi
                     if no > opart.shape[0]:
                         opart = np.empty(2 * no, dtype=np.int64)
                     for q in range(no):
-                        opart[q] = _fields(o_addr[q], omap, lows, spans, shifts)
+                        opart[q] = _fields(c_addr[q], omap, lows, spans, shifts)
                         if opart[q] < 0:
                             return out_k, out_w, 0, RETRY, 0, 0
                     for i in range(g, h):
@@ -161,9 +171,9 @@ def lattice_join(ta, tb, nk, arity_a, arity_b, t, a_map, b_map, lows, spans, shi
                         if sp < 0:
                             return out_k, out_w, 0, RETRY, 0, 0
                         for q in range(no):
-                            if _mul_overflows(wi, o_w[q]):
+                            if _mul_overflows(wi, c_w[q]):
                                 return out_k, out_w, 0, RETRY, 0, 0
-                            x = wi * o_w[q]
+                            x = wi * c_w[q]
                             p = sp + opart[q]
                             if _add_overflows(table[p], x):
                                 return out_k, out_w, 0, RETRY, 0, 0
@@ -175,16 +185,16 @@ def lattice_join(ta, tb, nk, arity_a, arity_b, t, a_map, b_map, lows, spans, shi
                     out_k, out_w = grown(out_k, m, cap), grown(out_w, m, cap)
                 for i in range(g, h):
                     for q in range(no):
-                        sa, sb = s_addr[i], o_addr[q]  # the a row and the b row
+                        sa, sb = s_addr[i], c_addr[q]  # the a row and the b row
                         if not a_drives:
                             sa, sb = sb, sa
                         for c in range(a_map.shape[1]):
                             out_k[m, a_map[0, c]] = load(sa, a_map[1, c])
                         for c in range(b_map.shape[1]):
                             out_k[m, b_map[0, c]] = load(sb, b_map[1, c])
-                        if _mul_overflows(s_w[i], o_w[q]):
-                            return out_k, out_w, m, PRODUCT_OVERFLOW, s_w[i], o_w[q]
-                        out_w[m] = s_w[i] * o_w[q]
+                        if _mul_overflows(s_w[i], c_w[q]):
+                            return out_k, out_w, m, PRODUCT_OVERFLOW, s_w[i], c_w[q]
+                        out_w[m] = s_w[i] * c_w[q]
                         m += 1
             g = h
     if not dense:

@@ -117,6 +117,37 @@ def _consolidate(addr, w, n, width):
     return a, b, m, -1
 
 
+@row_kernel
+def _sum_rows_in_place(addr, w, n, width, unsorted):
+    """``_consolidate`` without allocating, for a key's few entries: sort ``addr[:n]``
+    (row addresses, ``w`` alongside) by row with an insertion sort when ``unsorted``
+    (entries of several runs), add the weights of equal rows in order and drop zero sums,
+    in place: ``(m, bad)`` with ``bad`` the entry whose sum leaves int64, or -1."""
+    if unsorted:
+        for i in range(1, n):
+            a, x = addr[i], w[i]
+            j = i - 1
+            while j >= 0 and _cmp_at(addr[j], a, width) > 0:
+                addr[j + 1], w[j + 1] = addr[j], w[j]
+                j -= 1
+            addr[j + 1], w[j + 1] = a, x
+    m = 0
+    i = 0
+    while i < n:
+        acc = w[i]
+        j = i + 1
+        while j < n and _cmp_at(addr[j], addr[i], width) == 0:
+            if _add_overflows(acc, w[j]):
+                return m, j
+            acc += w[j]
+            j += 1
+        if acc != 0:
+            addr[m], w[m] = addr[i], acc
+            m += 1
+        i = j
+    return m, -1
+
+
 @kernel
 def _gather_box(table, width, lo, hi):
     """Every entry of the runs in ``table`` whose time lies in ``[lo, hi]``, consolidated
