@@ -106,6 +106,8 @@ class IndexedZSet:
                 raise ArityMismatchError(f"index_with({key_columns})", z.arity, c + 1,
                                          f"column {c} does not exist in rows of {z.arity}")
         keys = np.concatenate([z.keys[:, key_columns], z.keys], axis=1)
+        if key_columns == list(range(len(key_columns))):  # a prefix: rows already in key order
+            return cls(ZSet(keys, z.weights), len(key_columns))
         return cls(ZSet.from_arrays(keys, z.weights), len(key_columns))
 
     @classmethod

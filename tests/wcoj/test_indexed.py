@@ -45,6 +45,15 @@ def test_index_with_puts_the_key_first():
     assert checked(iz.group_keys()) == {(10,): 1, (20,): 1}
 
 
+@given(relations(1), st.lists(st.integers(0, 2), min_size=1, max_size=3, unique=True))
+def test_index_with_any_columns_is_the_key_then_the_row(rel, cols):
+    """Every key order, the prefixes (rows already in key order, not sorted again) too."""
+    [(z, d)] = rel
+    cols = [c for c in cols if c < z.arity] or [0]
+    iz = z.index_with(cols)
+    assert checked(iz.zset) == {tuple(r[c] for c in cols) + r: w for r, w in d.items() if w}
+
+
 def test_join_on_literals():
     edges = ZSet.from_rows([(1, 2), (2, 3), (2, 4)])
     by_dst, by_src = edges.index_with([1]), edges.index_with([0])
