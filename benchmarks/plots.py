@@ -11,7 +11,8 @@ in ``docs/performance.md`` and in the notebooks are drawn by one piece of code.
 * ``bench_ticks``: ``ticks_figure(data)``: per-tick time against k, and the distribution of
   the latency of single-edge updates with p50 and p99 marked.
 * ``bench_datalog``: ``datalog_figure(data)``: a view's update against re-running ``q``,
-  per transaction size.
+  per transaction size; ``recursion_figure(data)`` (a run with the closure at several
+  sizes): the recursive queries' time and the closure's memory against people, with DuckDB.
 
 Relies on matplotlib and numpy; used by the notebooks and by hand.
 """
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["load", "fit_exponent", "complexity_figure", "ticks_figure", "datalog_figure",
-           "figures", "main"]
+           "recursion_figure", "figures", "main"]
 
 AGM = {"triangle": 1.5, "4-cycle": 2.0}
 STYLE = {"wcoj": dict(color="C0", marker="o"), "binary": dict(color="C3", marker="s"),
@@ -194,6 +195,34 @@ def datalog_figure(data: dict[str, Any]):
     return fig
 
 
+def recursion_figure(data: dict[str, Any]):
+    """Recursive queries asked once (table ``batch``): time against people for the
+    transitive closure and reachability from one person, ours against DuckDB, and the
+    closure's peak memory (each engine in a process of its own)."""
+    plt = _plt()
+    rows = data["tables"]["batch"]
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4.5))
+    for ax, q, unit in ((axes[0], "closure", "ms"), (axes[1], "reach-one", "ms"), (axes[2], "closure", "mb")):
+        mine = sorted((r for r in rows if r["query"] == q), key=lambda r: r["people"])
+        n = [r["people"] for r in mine]
+        for eng, style, label in (("engine", dict(color="C0", marker="o"), "this engine (q)"),
+                                  ("duckdb", dict(color="C2", marker="^", linestyle="--"), "DuckDB recursive CTE")):
+            y = [r.get(f"{eng}_{unit}") for r in mine]
+            pts = [(a, b) for a, b in zip(n, y) if b is not None]
+            if pts:
+                xs, ys = zip(*pts)
+                ax.plot(xs, ys, label=f"{label} ({_slope(fit_exponent(xs, ys))})", **style)
+        what = "peak RSS, MB" if unit == "mb" else "ms (wall)"
+        title = {"closure": "transitive closure", "reach-one": "reachability from one person"}[q]
+        ax.set(xscale="log", yscale="log", xlabel="people (each follows 10)", ylabel=what,
+               title=title + (": memory" if unit == "mb" else ""))
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(_caption(data), fontsize=8, y=1.0)
+    fig.tight_layout()
+    return fig
+
+
 # ---------------------------------------------------------------- files
 def figures(data: dict[str, Any]) -> dict[str, Any]:
     """``{file stem: figure}`` for a benchmark's results."""
@@ -204,7 +233,10 @@ def figures(data: dict[str, Any]) -> dict[str, Any]:
     if name == "bench_ticks":
         return {"ticks": ticks_figure(data)}
     if name == "bench_datalog":
-        return {"datalog": datalog_figure(data)}
+        out = {"datalog": datalog_figure(data)} if data["tables"].get("views") else {}
+        if len({r["people"] for r in data["tables"].get("batch", []) if r["query"] == "closure"}) > 1:
+            out["recursion"] = recursion_figure(data)
+        return out
     raise SystemExit(f"no figure for {name}; plots draws bench_complexity, bench_ticks, bench_datalog")
 
 

@@ -37,6 +37,11 @@ def datalog_results() -> dict:
     for q in ("triangle", "ancestors"):
         for k in (1, 100):
             r.add("views", query=q, tx_datoms=k, view_ms=0.1 * k, requery_ms=20.0)
+    for n in (1000, 4000):
+        r.add("batch", query="reach-one", people=n, rows=n, engine_ms=0.01 * n, duckdb_ms=0.005 * n,
+              datascript_ms="timeout", engine_mb=None, duckdb_mb=None)
+        r.add("batch", query="closure", people=n, rows=n, engine_ms=1e-4 * n**2, duckdb_ms=2e-4 * n**2,
+              datascript_ms="timeout", engine_mb=0.01 * n**2, duckdb_mb=0.004 * n**2)
     return r.data()
 
 
@@ -52,7 +57,7 @@ def test_every_figure_is_written_as_a_png(tmp_path):
         files.append(str(f))
     plots.main(files + ["--out", str(tmp_path / "figs")])
     pngs = sorted(p.name for p in (tmp_path / "figs").glob("*.png"))
-    assert pngs == ["complexity-4cycle.png", "complexity-triangle.png", "datalog.png", "ticks.png"]
+    assert pngs == ["complexity-4cycle.png", "complexity-triangle.png", "datalog.png", "recursion.png", "ticks.png"]
     assert all((tmp_path / "figs" / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
 
 
@@ -61,3 +66,10 @@ def test_the_legend_carries_the_fitted_exponents():
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert "generic join (slope 1.00)" in labels and "binary plan (same runtime) (slope 2.00)" in labels
     assert not any(label.startswith("DuckDB") for label in labels)  # no measured point: no line
+
+
+def test_the_recursion_figure_fits_the_closure_s_growth():
+    fig = plots.recursion_figure(datalog_results())
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["this engine (q) (slope 2.00)", "DuckDB recursive CTE (slope 2.00)"]
+    assert [t.get_text() for t in fig.axes[1].get_legend().get_texts()][0] == "this engine (q) (slope 1.00)"
