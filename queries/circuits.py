@@ -107,6 +107,7 @@ class CompiledView:
         self.root = Circuit()
         self.initial, self.over = False, "prev"
         self.refresh = Refresh()
+        self.stale = False  # a refresh kept no state: the next step rebuilds it first
         self.notes: list[str] = []
         self.relations: dict[str, Any] = {}     # source name -> Relation
         self._sources: dict[int, Stream] = {}   # id(Relation) -> source stream
@@ -152,15 +153,29 @@ class CompiledView:
         self.initial, self.over = True, over
         t0 = time.perf_counter()
         try:
-            given = {"inputs": ZSet.from_rows(self._table.rows, arity=len(self._table.vars))} \
-                if self._table.vars else {}
-            if self._unit is not None:
-                given["unit"] = ZSet.from_rows([(0,)], arity=1)
-            z = self._step(given, keep)
+            z = self._step(self._first_inputs(), keep)
             self.refresh.first_tick(time.perf_counter() - t0, self._rows_read(over))
             return z
         finally:
             self.initial, self.over = False, "prev"
+
+    def _first_inputs(self) -> dict:
+        given = {"inputs": ZSet.from_rows(self._table.rows, arity=len(self._table.vars))} \
+            if self._table.vars else {}
+        if self._unit is not None:
+            given["unit"] = ZSet.from_rows([(0,)], arity=1)
+        return given
+
+    def _rebuild(self) -> None:
+        """The state a refresh did not keep: the first tick again over the committed state,
+        as at registration, before a step takes the transaction's changes."""
+        self.root._state, self.root.time = None, 0
+        self.initial = True
+        try:
+            self._step(self._first_inputs())
+        finally:
+            self.initial = False
+        self.stale = False
 
     def first_tick(self, over: str = "prev") -> ZSet:
         """The rows over the committed state (``over="curr"``: with the staged changes),
@@ -180,22 +195,28 @@ class CompiledView:
 
         When the transaction changes a large share of the rows the view reads (``Refresh``),
         the circuit starts over instead: its first tick over the new state, the route
-        ``q`` takes; the result is then ``(whole new answer, undo, True)``."""
+        ``q`` takes, keeping no state (what a run of large transactions would only rebuild
+        and drop); the result is then ``(whole new answer, undo, True)``. The next step
+        rebuilds the state first, over the committed state."""
         given = {name: rel.delta for name, rel in self.relations.items()
                  if not rel.delta_is_empty()}
         if not given and not (self.volatile and self.store.changed):
             return None
-        undo = (self.root._state, self.root.time)  # states are immutable values
+        undo = (self.root._state, self.root.time, self.stale)  # states are immutable values
         changed = sum(len(z) for z in given.values())
         read = self._rows_read("prev")
-        if not self.volatile and not self.refresh.wanted(changed, read):
-            t0 = time.perf_counter()
-            z = self._step(given)
-            self.refresh.stepped(time.perf_counter() - t0, changed, read)
-            return z, undo, False
-        self.root._state, self.root.time = None, 0
         try:
-            return self.start("curr"), undo, True
+            if not self.volatile and not self.refresh.wanted(changed, read):
+                if self.stale:
+                    self._rebuild()
+                t0 = time.perf_counter()
+                z = self._step(given)
+                self.refresh.stepped(time.perf_counter() - t0, changed, read)
+                return z, undo, False
+            self.root._state, self.root.time = None, 0
+            z = self.start("curr", keep=False)
+            self.stale = True
+            return z, undo, True
         except BaseException:
             self.undo(undo)
             raise
@@ -224,7 +245,7 @@ class CompiledView:
 
     def undo(self, undo: Any) -> None:
         """Forget a step whose transaction failed (every node state is a persistent value)."""
-        self.root._state, self.root.time = undo
+        self.root._state, self.root.time, self.stale = undo
 
     # ------------------------------------------------------------------ streams
     def _source(self, rel: Any) -> Stream:

@@ -70,11 +70,15 @@ def test_a_transaction_rewriting_what_a_view_reads_refreshes_it():
     r = db.transact(rewrite_all(eid))
     for n, v in views.items():
         assert (v.circuit.refresh.steps, v.circuit.refresh.refreshes) == (steps[n][0], steps[n][1] + 1), n
+        assert v.circuit.stale and v.circuit.root._state is None, n  # as q: no state kept ...
     check(db, eid, views)
     after = views["anc"].result()
     assert set(r.views["anc"].added) == after - before
     assert set(r.views["anc"].removed) == before - after
     assert set(r.views["count"].removed) == {(eid[i], i) for i in range(2, N)}  # the chain's counts
+    db.transact([[":db/add", eid[3], ":parent", eid[1]]])
+    assert not any(v.circuit.stale for v in views.values())  # ... until a step rebuilds it
+    check(db, eid, views)
 
 
 def test_a_small_transaction_steps():
@@ -150,3 +154,21 @@ def test_a_slow_step_lowers_the_fraction_and_refreshes_raise_it_back():
     for _ in range(100):
         r.first_tick(0.020, 2000)
     assert r.fraction == config.REFRESH_FRACTION
+
+
+def test_a_failed_step_after_a_refresh_leaves_the_state_to_rebuild():
+    """A refresh keeps no state; a step rebuilds it first. When the transaction then fails
+    (here in another view), the view is back to "no state, rebuild first"."""
+    db, eid, views = setup()
+    db.transact([[":db/add", eid[1], ":w", 2]])
+    db.view('[:find ?a ?q :where [?a :w ?w] [(quot 6 ?w) ?q]]', name="div")
+    with route("always"):
+        db.transact(rewrite_all(eid))
+    before = {n: v.result() for n, v in db.views.items()}
+    with route("never"), pytest.raises(Exception, match="quot"):  # anc and count rebuild and step, div fails
+        db.transact([[":db/add", eid[5], ":parent", eid[3]], [":db/add", eid[2], ":w", 0]])
+    assert {n: v.result() for n, v in db.views.items()} == before
+    assert all(v.circuit.stale for v in views.values())
+    with route("never"):
+        db.transact([[":db/add", eid[5], ":parent", eid[3]]])
+    check(db, eid, views)
