@@ -95,34 +95,13 @@ def _sort_rows(addr, w, n, width):
     return a, b
 
 
-@kernel
-def _consolidate(addr, w, n, width):
-    """Sort ``n`` entries by row and add the weights of equal rows, dropping zero sums:
-    ``(addrs, weights, m, bad)`` with ``bad`` the entry whose sum leaves int64, or -1."""
-    a, b = _sort_rows(addr, w, n, width)
-    m = 0
-    i = 0
-    while i < n:
-        acc = b[i]
-        j = i + 1
-        while j < n and _cmp_at(a[j], a[i], width) == 0:
-            if _add_overflows(acc, b[j]):
-                return a, b, m, j
-            acc += b[j]
-            j += 1
-        if acc != 0:
-            a[m], b[m] = a[i], acc
-            m += 1
-        i = j
-    return a, b, m, -1
-
-
 @row_kernel
 def _sum_rows_in_place(addr, w, n, width, unsorted):
-    """``_consolidate`` without allocating, for a key's few entries: sort ``addr[:n]``
-    (row addresses, ``w`` alongside) by row with an insertion sort when ``unsorted``
-    (entries of several runs), add the weights of equal rows in order and drop zero sums,
-    in place: ``(m, bad)`` with ``bad`` the entry whose sum leaves int64, or -1."""
+    """Add the weights of equal rows of ``addr[:n]`` (row addresses, sorted, ``w``
+    alongside) in order and drop zero sums, in place, allocating nothing (``_consolidate``
+    after its sort, and a join's few entries per key): ``(m, bad)`` with ``bad`` the entry
+    whose sum leaves int64, or -1. ``unsorted`` (a key's entries from several runs):
+    insertion-sort them by row first."""
     if unsorted:
         for i in range(1, n):
             a, x = addr[i], w[i]
@@ -146,6 +125,15 @@ def _sum_rows_in_place(addr, w, n, width, unsorted):
             m += 1
         i = j
     return m, -1
+
+
+@kernel
+def _consolidate(addr, w, n, width):
+    """Sort ``n`` entries by row and add the weights of equal rows, dropping zero sums:
+    ``(addrs, weights, m, bad)`` with ``bad`` the entry whose sum leaves int64, or -1."""
+    a, b = _sort_rows(addr, w, n, width)
+    m, bad = _sum_rows_in_place(a, b, n, width, False)
+    return a, b, m, bad
 
 
 @kernel
