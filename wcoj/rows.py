@@ -19,7 +19,7 @@ from wcoj import config
 from wcoj.kernels.memory import read_only
 from wcoj.kernels.zsets import column_bounds_into, pack_rows_into, radix_sort_into, strictly_increasing
 
-__all__ = ["Columns", "Packing", "packing_for", "packing_within", "union_bounds", "NO_PACKING", "row_order",
+__all__ = ["Columns", "Packing", "packing_for", "packing_within", "union_bounds", "table_fits", "NO_PACKING", "row_order",
            "packed_sort", "sorted_runs", "column_bounds", "group_starts", "is_sorted_unique"]
 
 I64 = npt.NDArray[np.int64]
@@ -75,6 +75,11 @@ class Packing:
         if self.lows.shape[0] == 0:
             return 0
         return int(self.shifts[0]) + (int(self.highs[0]) - int(self.lows[0])).bit_length()
+
+    @property
+    def slots(self) -> int:
+        """One more than the greatest packed row: the size of a table of one slot per row."""
+        return 1 + int(np.sum((self.highs - self.lows) << self.shifts)) if self.lows.shape[0] else 1
 
     def kernel_args(self) -> tuple[I64, I64, I64]:
         """``(lows, spans, shifts)`` (read-only; ``spans`` = ``highs - lows``), as the
@@ -146,6 +151,18 @@ def union_bounds(parts: list[tuple[I64, I64]]) -> tuple[I64, I64]:
     """
     return (np.min([p[0] for p in parts], axis=0).astype(np.int64),
             np.max([p[1] for p in parts], axis=0).astype(np.int64))
+
+
+def table_fits(p: Packing | None, rows: int | None = None) -> bool:
+    """Whether a table of one slot per row packed by ``p`` may be allocated: at most
+    ``config.DENSE_SUM_MAX_BITS`` bits, and, given the ``rows`` it serves, at most
+    ``config.DENSE_SUM_SLOTS`` slots per row (the rule of every table route).
+
+    >>> table_fits(packing_within(np.array([0]), np.array([1000])), 100), table_fits(None)
+    (False, False)
+    """
+    return p is not None and p.n_bits <= config.DENSE_SUM_MAX_BITS and \
+        (rows is None or (1 << p.n_bits) <= config.DENSE_SUM_SLOTS * rows)
 
 
 NO_PACKING = (read_only(np.zeros(0, dtype=np.int64)),) * 3

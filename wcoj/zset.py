@@ -30,7 +30,7 @@ from wcoj.kernels import zsets as wk
 from wcoj.kernels.memory import read_only
 from wcoj.kernels.zsets import SMALL_ROWS, merge_rows_into, sort_small_into
 from wcoj import config
-from wcoj.rows import is_sorted_unique, packed_sort, packing_for, sorted_runs
+from wcoj.rows import is_sorted_unique, packed_sort, packing_for, sorted_runs, table_fits
 
 __all__ = ["ZSet", "consolidate", "consolidate_sorted_parts", "checked_weights", "raise_overflow"]
 
@@ -140,10 +140,9 @@ def _sum_runs(keys: I64, weights: I64, merge: bool) -> tuple[I64, I64]:
     """
     n = keys.shape[0]
     p = packing_for([keys]) if keys.shape[1] else None
-    if p is not None and not merge and n >= config.RADIX_MIN_ROWS and \
-            p.n_bits <= config.DENSE_SUM_MAX_BITS and (1 << p.n_bits) <= config.DENSE_SUM_SLOTS * n:
+    if not merge and n >= config.RADIX_MIN_ROWS and table_fits(p, n):
         packed = p.pack(keys)
-        size = 1 << p.n_bits
+        size = p.slots
         out_keys, sums = np.empty(min(n, size), dtype=np.int64), np.empty(min(n, size), dtype=np.int64)
         m, bad = wk.dense_sums_into(packed, weights, np.zeros(size, dtype=np.int64), out_keys, sums)
         if bad < 0:

@@ -31,7 +31,8 @@ import numpy as np
 
 from wcoj.circuit import Context, Operator, Schema, Stream
 from wcoj.errors import CircuitError, WeightOverflowError
-from wcoj.operators.traces import _idle, integrate_trace, lattice_delta, scheduled_distinct
+from wcoj.operators.traces import (_idle, first_epoch_distinct, first_epoch_integral, integrate_trace,
+                                   lattice_delta, scheduled_distinct)
 from wcoj.time import Time, as_row
 from wcoj.trace import Trace, align_weights
 from wcoj.zset import ZSet
@@ -138,6 +139,8 @@ class DistinctTrace(_WithTrace):
 
     def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
         batch, prior = values
+        if first_epoch_integral(ctx):  # (the same test tells TraceAppend the trace goes unread)
+            return first_epoch_distinct(batch, state, prior.arity)
         t = as_row(ctx.time)
         if len(t) != 2:
             return distinct_trace(batch, prior, ctx.time), state

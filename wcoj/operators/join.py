@@ -31,7 +31,7 @@ from wcoj.kernels.lattice import DENSE, OK, PRODUCT_OVERFLOW, RETRY, lattice_joi
 from wcoj.kernels.memory import read_only
 from wcoj.operators.linear import infer_arity
 from wcoj.operators.traces import _idle, _soonest, integrate_trace, next_busy_iteration, zero_past_iteration_zero
-from wcoj.rows import NO_PACKING, Columns, Packing, packing_within
+from wcoj.rows import NO_PACKING, Columns, Packing, packing_within, table_fits
 from wcoj.time import Time, as_row
 from wcoj.trace import Trace
 from wcoj.zset import ZSet, raise_overflow
@@ -127,7 +127,7 @@ def _dense_packing(a: IndexedZSet, b: IndexedZSet, a_prior: Trace, b_prior: Trac
             return None
         lows[cmap[0]], highs[cmap[0]] = bounds[0][cmap[1]], bounds[1][cmap[1]]
     p = packing_within(lows, highs)
-    return p if p is not None and p.n_bits <= config.DENSE_SUM_MAX_BITS else None
+    return p if table_fits(p) else None
 
 
 class _Join(Operator):

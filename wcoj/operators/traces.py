@@ -33,18 +33,17 @@ import numpy as np
 
 from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
 from wcoj.errors import CircuitError, WeightOverflowError
-from wcoj import config
 from wcoj.indexed import IndexedZSet
 from wcoj.kernels.memory import read_only
 from wcoj.kernels.lattice import integral_step, lattice_distinct, lattice_next
-from wcoj.rows import Packing, column_bounds, packing_within, union_bounds
+from wcoj.rows import Packing, column_bounds, packing_within, table_fits, union_bounds
 from wcoj.time import Box, Time, as_row
 from wcoj.trace import Trace, align_weights
 from wcoj.zset import ZSet
 
 __all__ = ["TraceAppend", "UntimedTraceAppend", "Z1Trace", "integrate_trace", "lattice_delta",
            "candidate_keys", "next_busy_iteration", "scheduled_distinct", "Integral",
-           "first_epoch_integral", "zero_past_iteration_zero"]
+           "first_epoch_integral", "first_epoch_distinct", "zero_past_iteration_zero"]
 
 
 def _rows(x: ZSet | IndexedZSet) -> ZSet:
@@ -140,18 +139,14 @@ def _entries_with(prior: Trace, batch: ZSet, t: tuple[int, ...], keys: np.ndarra
             np.concatenate([w, batch.weights]))
 
 
-def scheduled_distinct(batch: ZSet, prior: Trace, t: tuple[int, ...], plan: Any) -> tuple[ZSet, Any]:
+def scheduled_distinct(batch: ZSet, prior: Trace, t: tuple[int, ...], plan: dict | None) -> tuple[ZSet, dict | None]:
     """``distinct_trace`` at an (epoch, iteration) time ``t`` with a *plan* of the epoch:
     ``{iteration: (rows, ...)}``, the rows of this epoch's earlier batches that an earlier
     epoch holds at that iteration, which besides the batch are the only rows that can
     change there (``lattice_distinct``'s docstring). Returns the change and the plan with
-    the batch's rows added (a new dict: states are never changed in place).
-
-    At the first epoch nothing is planned, and the state is an ``Integral`` instead: every
-    row's weight summed over the epoch's iterations so far; the trace is not read.
+    the batch's rows added (a new dict: states are never changed in place). (At a depth-1
+    child's first epoch ``DistinctTrace`` takes ``first_epoch_distinct`` instead.)
     """
-    if t[0] == 0:
-        return _first_epoch_distinct(batch, plan, prior.arity)
     rows = (plan or {}).get(t[1], ())
     extra = np.concatenate(rows) if len(rows) > 1 else rows[0] if rows else _no_rows(prior.arity)
     out, plan_rows, plan_its = _lattice_distinct(batch, prior, t, extra, True)
@@ -197,11 +192,10 @@ class Integral:
     iterations so far. A batch's change is ``H(V + w) - H(V)`` per row, at the cost of
     the batch, where ``lattice_distinct`` seeks each row in every run of the trace.
 
-    Held in a table of one slot per packed row once the rows pack into at most
-    ``config.DENSE_SUM_MAX_BITS`` bits with at most ``config.DENSE_SUM_SLOTS`` slots per
-    row held (``integral_step``), else as a consolidated Z-set that each batch is merged
-    into. Changed in place by the epoch's iterations (nothing else holds it) and dropped
-    at the epoch's end.
+    Held in a table of one slot per packed row once ``rows.table_fits`` allows one
+    (``integral_step``), else as a consolidated Z-set that each batch is merged into.
+    Changed in place by the epoch's iterations (nothing else holds it) and dropped at the
+    epoch's end.
 
     >>> acc = Integral(1)
     >>> acc.step(ZSet.from_dict({(3,): 2})).to_dict(), acc.step(ZSet.from_dict({(3,): -2, (4,): 1})).to_dict()
@@ -240,12 +234,10 @@ class Integral:
         if len(z):
             bounds = union_bounds([bounds, column_bounds(z.keys)])
         p = packing_within(*bounds)
-        if p is None or p.n_bits > config.DENSE_SUM_MAX_BITS or \
-                (1 << p.n_bits) > config.DENSE_SUM_SLOTS * self.held:
+        if not table_fits(p, self.held):
             return
         self.packing, self.args = p, p.kernel_args()
-        lows, spans, shifts = self.args
-        self.sums = np.zeros(1 + int(np.sum(spans << shifts)), dtype=np.int64)
+        self.sums = np.zeros(p.slots, dtype=np.int64)
         if len(z):
             self.sums[p.pack(z.keys)] = z.weights  # consolidated: one row per slot
         self.z = None
@@ -274,9 +266,10 @@ class Integral:
         return ZSet(batch.keys[keep], d[keep])
 
 
-def _first_epoch_distinct(batch: ZSet, acc: Integral | None, arity: int) -> tuple[ZSet, Integral | None]:
+def first_epoch_distinct(batch: ZSet, acc: Integral | None, arity: int) -> tuple[ZSet, Integral | None]:
     """``distinct``'s change at (0, i) from its running integral (``Integral``; none
-    before the first batch)."""
+    before the first batch): the state ``DistinctTrace`` keeps where
+    ``first_epoch_integral`` holds. The trace is not read."""
     if batch.is_empty():
         return ZSet.empty(arity), acc
     acc = acc if acc is not None else Integral(arity)
