@@ -48,10 +48,18 @@ class Movies:
 
 
 def reachable(edges: set[tuple]) -> set[tuple]:
-    """Transitive closure of a set of pairs (plain loops)."""
-    closure = set(edges)
-    while True:
-        more = {(a, d) for a, b in closure for c, d in closure if b == c} - closure
-        if not more:
-            return closure
-        closure |= more
+    """Transitive closure of a set of pairs: every (a, b) with a path from a to b, by a
+    search from each node (plain loops)."""
+    out: dict = {}
+    for a, b in edges:
+        out.setdefault(a, set()).add(b)
+    pairs = set()
+    for a in out:
+        seen, todo = set(), [a]
+        while todo:
+            for b in out.get(todo.pop(), ()):
+                if b not in seen:
+                    seen.add(b)
+                    todo.append(b)
+        pairs |= {(a, b) for b in seen}
+    return pairs

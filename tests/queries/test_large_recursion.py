@@ -1,8 +1,8 @@
 """Recursive rules over graphs large enough that the nested join sums its rows in a table
 (``kernels.lattice.lattice_join`` past ``dense_at`` rows) instead of writing each one,
 and distinct keeps its rows' integral over the first epoch in a table (``Integral``):
-the closure must equal a breadth-first search, by ``q`` and by a view kept through
-retractions, and the table route must have run."""
+the closure must equal a search from each node (``datalog_oracle.reachable``), by ``q``
+and by a view kept through retractions, and the table routes must have run."""
 
 import numpy as np
 import pytest
@@ -10,6 +10,7 @@ import pytest
 import wcoj.operators.join as join_module
 import wcoj.operators.traces as traces_module
 from queries.database import Database
+from tests.queries.datalog_oracle import reachable
 from wcoj.kernels.lattice import DENSE
 
 SCHEMA = '[{:db/ident :edge :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}]'
@@ -19,23 +20,6 @@ RULES = {
     "nonlinear": '[[(reach ?a ?b) [?a :edge ?b]] [(reach ?a ?b) (reach ?a ?x) (reach ?x ?b)]]',
 }
 QUERY = '[:find ?a ?b :in $ % :where (reach ?a ?b)]'
-
-
-def closure(edges: set[tuple[int, int]]) -> set[tuple[int, int]]:
-    """Every pair (a, b) with a path from a to b, by a search from each node."""
-    out: dict[int, set[int]] = {}
-    for a, b in edges:
-        out.setdefault(a, set()).add(b)
-    pairs = set()
-    for a in out:
-        seen, todo = set(), [a]
-        while todo:
-            for b in out.get(todo.pop(), ()):
-                if b not in seen:
-                    seen.add(b)
-                    todo.append(b)
-        pairs |= {(a, b) for b in seen}
-    return pairs
 
 
 @pytest.fixture
@@ -72,10 +56,10 @@ def test_closure_through_the_table_route_is_a_search(shape, statuses):
     eid = np.array([ids[f"n{i}"] for i in range(n)])
     db.load_datoms(eid[src], ":edge", eid[dst])
     edges = {(int(eid[a]), int(eid[b])) for a, b in zip(src, dst)} | {(int(e), int(e)) for e in eid}
-    assert db.q(QUERY, RULES[shape]) == closure(edges)
+    assert db.q(QUERY, RULES[shape]) == reachable(edges)
     assert DENSE in statuses and "integral" in statuses
     view = db.view(QUERY, RULES[shape])
     for a, b in list(edges)[:40:4]:  # retractions, each a transaction the view takes
         db.transact([[":db/retract", a, ":edge", b]])
         edges.discard((a, b))
-    assert view.result() == closure(edges) == db.q(QUERY, RULES[shape])
+    assert view.result() == reachable(edges) == db.q(QUERY, RULES[shape])
