@@ -302,7 +302,8 @@ class Trace:
         lows, highs = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
         timed_into(read_only(z.keys), np.array(row, dtype=np.int64), keys, lows, highs)
         out = ZSet(keys, np.ascontiguousarray(z.weights)), (lows, highs) if n else None
-        _LAST_TIMED[0] = (z, row, *out) if n else None
+        if n:  # a small batch leaves the last large one (its join's other side) cached
+            _LAST_TIMED[0] = (z, row, *out)
         return out
 
     def insert(self, batch: ZSet | IndexedZSet, time: Time) -> Trace:
@@ -428,7 +429,8 @@ class Trace:
         parts = [r.bounds() for r in self._all]
         z = None if batch is None else _as_zset(batch)
         if z is not None and len(z):
-            parts.append(column_bounds(z.keys))
+            last = _LAST_TIMED[0]  # run_table has just timed this batch, and bounded it
+            parts.append(last[3] if last is not None and last[0] is z else column_bounds(z.keys))
         if not parts:
             return None
         return union_bounds(parts)

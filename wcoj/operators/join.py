@@ -84,6 +84,8 @@ def join_lattice(a: IndexedZSet, b: IndexedZSet, a_prior: Trace, b_prior: Trace,
     nk = a_prior.n_key
     cols = fn if isinstance(fn, Columns) else None  # written by the join itself
     width = a_prior.arity + b_prior.arity - nk
+    if (a.is_empty() and a_prior.is_empty()) or (b.is_empty() and b_prior.is_empty()):
+        return ZSet.empty(width if fn is None or arity is None else arity)  # a side with no rows at all
     a_map, b_map = _join_maps(a_prior.arity, nk, width, None if cols is None else cols.cols)
     ta, tb = a_prior.run_table(a, t), b_prior.run_table(b, t)
     p = _dense_packing(a, b, a_prior, b_prior, a_map, b_map) if fn is None or cols is not None else None
