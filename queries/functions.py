@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 import operator
 from collections.abc import Callable
 from datetime import datetime
@@ -380,6 +381,9 @@ def _sorted(values: list[Any]) -> list[Any]:
 
 
 def _median(xs: list[Any]) -> Any:
+    for x in xs:  # it sorts by value, so a string among numbers would not raise by itself
+        if isinstance(x, bool) or not isinstance(x, numbers.Number):
+            raise TypeError(f"{excerpt(repr(x), quote=False, width=40)} is a {type(x).__name__}")
     s = _sorted(xs)
     n = len(s)
     return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2

@@ -76,15 +76,15 @@ def _check_value(attr: Attribute, v: Any) -> Any:
     ok: Any = None
     if t == "string" and type(v) is str:
         ok = v
-    elif t in ("long", "bigint") and type(v) is int:
-        ok = v
-    elif t in ("double", "float") and type(v) in (float, int):
+    elif t in ("long", "bigint") and (type(v) is int or isinstance(v, np.integer)):
+        ok = int(v)  # a NumPy integer is stored as the int it holds
+    elif t in ("double", "float") and (type(v) in (float, int) or isinstance(v, (np.floating, np.integer))):
         ok = float(v)
         if math.isnan(ok):  # NaN equals nothing, itself included: a set could hold it twice
             raise SchemaError(f"NaN is not a valid value for attribute {attr.ident}: it "
                               "equals nothing, not even itself (Datomic cannot compare it)")
-    elif t == "boolean" and type(v) is bool:
-        ok = v
+    elif t == "boolean" and (type(v) is bool or isinstance(v, np.bool_)):
+        ok = bool(v)
     elif t == "instant" and isinstance(v, datetime):
         ok = v if v.tzinfo else v.replace(tzinfo=timezone.utc)
     elif t == "instant" and isinstance(v, date):
@@ -96,12 +96,30 @@ def _check_value(attr: Attribute, v: Any) -> Any:
     elif t == "bigdec" and isinstance(v, (Decimal, int)) and type(v) is not bool \
             and not (isinstance(v, Decimal) and v.is_nan()):
         ok = Decimal(v)
-    elif t in ("symbol", "tuple"):
+    elif t == "symbol":
         ok = v
+    elif t == "tuple":
+        ok = _check_tuple(attr, v)
     if ok is None:
         raise SchemaError(f"value {shown(v)} of type {type(v).__name__} for attribute {attr.ident} "
                           f"does not match its type :db.type/{t}")
     return ok
+
+
+def _check_tuple(attr: Attribute, v: Any) -> Any:
+    """A tuple attribute's value as Datomic takes it: a vector of 2 to 8 scalars (nil
+    allowed), none of them NaN (it equals nothing, so a set could hold the tuple twice)."""
+    if not isinstance(v, (list, tuple)) or not 2 <= len(v) <= 8:
+        raise SchemaError(f"value {shown(v)} for tuple attribute {attr.ident} must be a vector of "
+                          "2 to 8 scalar values")
+    for x in v:
+        if isinstance(x, (list, tuple, set, frozenset, dict)):
+            raise SchemaError(f"value {shown(v)} for tuple attribute {attr.ident} holds a collection, "
+                              f"{shown(x)}; a tuple's elements are scalars")
+        if isinstance(x, (float, np.floating)) and math.isnan(x):
+            raise SchemaError(f"value {shown(v)} for tuple attribute {attr.ident} holds NaN: it equals "
+                              "nothing, not even itself, so a set could hold the tuple twice")
+    return v
 
 
 class _Forms:

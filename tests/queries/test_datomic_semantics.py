@@ -108,6 +108,35 @@ def test_nan_is_refused(nan):
     assert len(d.store.datoms.contents()) == n
 
 
+def test_tuple_values_are_vectors_of_two_to_eight_scalars_without_nan():
+    """Datomic's tuples hold 2 to 8 scalars. A NaN inside one made a new datom on every
+    add (three adds, three datoms, and ``q`` gave the row twice)."""
+    d = Database()
+    d.transact('[{:db/ident :t :db/valueType :db.type/tuple :db/cardinality :db.cardinality/many}]')
+    n, size = len(d.store.datoms.contents()), len(d.store.interner)
+    for bad, why in (((float("nan"), 1), "holds NaN"), ((1, np.float64("nan")), "holds NaN"),
+                     (1, "2 to 8"), ("ab", "2 to 8"), ((1,), "2 to 8"), (tuple(range(9)), "2 to 8"),
+                     (((1, 2), 3), "holds a collection")):
+        with pytest.raises(SchemaError, match=why):
+            d.transact([[":db/add", "e", ":t", bad]])
+    assert len(d.store.datoms.contents()) == n and len(d.store.interner) == size
+    e = d.transact([[":db/add", "e", ":t", (1, "x")], [":db/add", "e", ":t", [2, None, "y"]]]).tempids["e"]
+    assert d.q('[:find ?v :in $ ?e :where [?e :t ?v]]', e) == {((1, "x"),), ((2, None, "y"),)}
+
+
+def test_numpy_scalars_are_values_of_their_types():
+    d = Database()
+    d.transact('[{:db/ident :f :db/valueType :db.type/double} {:db/ident :n :db/valueType :db.type/long}'
+               ' {:db/ident :b :db/valueType :db.type/boolean}]')
+    d.transact([{":db/id": "x", ":f": np.float64(1.5), ":n": np.int64(7), ":b": np.bool_(True)},
+                {":db/id": "y", ":f": np.int32(2), ":n": 8, ":b": False}])
+    got = d.q('[:find ?f ?n ?b :where [?e :f ?f] [?e :n ?n] [?e :b ?b]]')
+    assert got == {(1.5, 7, True), (2.0, 8, False)}
+    assert all(type(v) is t for row in got for v, t in zip(row, (float, int, bool)))
+    with pytest.raises(SchemaError, match="does not match"):
+        d.transact([{":n": np.float64(1.0)}])  # a float is no long, as 1.0 is not
+
+
 def test_failed_transactions_do_not_grow_the_interner():
     d = Database()
     d.transact('[{:db/ident :name :db/valueType :db.type/string :db/unique :db.unique/value}]')
