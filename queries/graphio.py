@@ -132,7 +132,8 @@ def read_edges(path: str | os.PathLike, *, columns: tuple[int, int] = (0, 1),
     InputFileError
         Unreadable file, corrupt gzip data, a line longer than 1 MiB, or a line whose id
         fields are missing, not integers or outside ``[0, 2**62)``; the message names the
-        file, the 1-based line and the line's text.
+        file, the 1-based line and the line's text. Also more edges than fit in memory
+        (a small gzip can expand to billions of lines).
 
     Complexity: O(file size), vectorised; about 0.5 s for the 1.3M lines of ego-Twitter.
     Memory: one block of ``chunk_bytes`` plus about twice the output.
@@ -141,6 +142,18 @@ def read_edges(path: str | os.PathLike, *, columns: tuple[int, int] = (0, 1),
     if min(src, dst) < 0 or src == dst:
         raise InputError(f"columns must be two different field numbers >= 0, got {columns}")
     name, cols = os.fspath(path), [src, dst]
+    try:
+        return _read_edge_blocks(name, path, cols, with_extra, strict, chunk_bytes)
+    except MemoryError:  # e.g. a small gzip that expands to billions of valid lines
+        raise InputFileError(f"{name}: out of memory while reading its edges (16 bytes per edge, "
+                             "plus the text block being parsed): split the file, or ingest it "
+                             "with `wcoj spark ingest`", name) from None
+
+
+def _read_edge_blocks(name: str, path, cols: list[int], with_extra: bool, strict: bool,
+                      chunk_bytes: int):
+    """``read_edges``'s loop over the file's blocks."""
+    src, dst = cols
     edge_parts: list[I64] = []
     extra_parts: list[I64] = []
     csv = None  # decided, with the header, by the file's first data line

@@ -54,3 +54,21 @@ def test_console_exit_status_for_a_corrupt_gzip(tmp_path):
                           text=True, timeout=300)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith("wcoj: error: cannot read") and proc.stderr.count("\n") == 1
+
+
+def test_edges_past_memory_are_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
+    """A 1 MB gzip can expand to 268M valid edges: past the memory limit, reading them
+    raised a bare ``MemoryError`` and ``wcoj count`` printed a traceback. (The error is
+    injected where the blocks' edges are joined, the allocation that failed.)"""
+    from queries import graphio
+
+    def no_memory(parts, n_cols):
+        raise MemoryError
+    monkeypatch.setattr(graphio, "_concat", no_memory)
+    big = tmp_path / "bomb.txt.gz"
+    big.write_bytes(gzip.compress(b"1 2\n" * 100_000))
+    assert main(["count", "--graph", str(big), "--pattern", "triangle", "-q"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.splitlines()
+    assert err == [err[0]] and err[0].startswith(f"wcoj: error: {big}: out of memory while reading its edges")
+    assert "Traceback" not in captured.err
