@@ -28,7 +28,8 @@ import numpy as np
 
 from indexes.eav import EavStore
 from queries.edn import Keyword
-from queries.transact import _check_value, entity_id
+from queries.schema import check_value
+from queries.transact import entity_id
 from wcoj.errors import QueryError, excerpt
 
 __all__ = ["Datom", "datoms", "index_range", "entid", "ident", "INDEXES"]
@@ -74,7 +75,7 @@ def datoms(store: EavStore, index: Any, *components: Any) -> list[Datom]:
         elif field == 2 and name == ":vaet":
             want = store.interner.ref(entity_id(store, c))
         elif field == 2:
-            want = store.interner.find(_check_value(attr, c))
+            want = store.interner.find(check_value(attr, c))
         else:
             want = int(c)
         rows = rows[rows[:, field] == want]
@@ -116,7 +117,7 @@ def index_range(store: EavStore, attr: Any, start: Any = None, end: Any = None) 
     def bound(x: Any) -> Any:
         if x is None:
             return None
-        return entity_id(store, x) if schema.value_type == "ref" else _check_value(schema, x)
+        return entity_id(store, x) if schema.value_type == "ref" else check_value(schema, x)
     lo, hi = bound(start), bound(end)
     return [d for d in datoms(store, ":avet", schema.ident)
             if (lo is None or d.v >= lo) and (hi is None or d.v < hi)]

@@ -7,7 +7,8 @@ datoms the attribute already has: the value type only while it has none, cardina
 and uniqueness only when no entity has two values and no value two entities. A composite
 tuple (``:db/tupleAttrs``) names 2 to 8 cardinality-one attributes; ``queries.txrules``
 keeps its values in step. ``SCHEMA_KEYS`` are the keys that describe an attribute rather
-than assert a datom.
+than assert a datom. ``check_value`` coerces a value to its attribute's type (a tuple: a
+vector of 2 to 8 scalars), or names what is wrong.
 
 The schema is data too, as in Datomic: each attribute is the entity whose id is its
 keyword's, and the transaction that installs or alters it writes (and retracts) that
@@ -27,6 +28,10 @@ Relies on ``indexes.eav`` and ``queries.edn``; used by ``queries.transact``.
 
 from __future__ import annotations
 
+import math
+import uuid
+from datetime import date, datetime, timezone
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -36,7 +41,7 @@ from indexes.interner import tag_of
 from queries.edn import Keyword
 from wcoj.errors import SchemaError, shown
 
-__all__ = ["install", "alter", "alter_map", "names_attribute", "is_ident", "SCHEMA_KEYS", "ALTERABLE",
+__all__ = ["check_value", "install", "alter", "alter_map", "names_attribute", "is_ident", "SCHEMA_KEYS", "ALTERABLE",
            "SYSTEM", "FACTS", "facts", "schema_datoms", "check_schema_rows"]
 
 SCHEMA_KEYS = {":db/ident", ":db/valueType", ":db/cardinality", ":db/unique", ":db/doc",
@@ -325,3 +330,55 @@ def _check_alteration(store: EavStore, old: Attribute, new: Attribute) -> None:
                               + (f"entity {shown} has two values" if col == 0 else
                                  f"the value {shown} belongs to two entities")
                               + "; retract the extra datoms first")
+
+
+def check_value(attr: Attribute, v: Any) -> Any:
+    """The value coerced to the attribute's type, or a SchemaError naming all three."""
+    t = attr.value_type
+    ok: Any = None
+    if t == "string" and type(v) is str:
+        ok = v
+    elif t in ("long", "bigint") and (type(v) is int or isinstance(v, np.integer)):
+        ok = int(v)  # a NumPy integer is stored as the int it holds
+    elif t in ("double", "float") and (type(v) in (float, int) or isinstance(v, (np.floating, np.integer))):
+        ok = float(v)
+        if math.isnan(ok):  # NaN equals nothing, itself included: a set could hold it twice
+            raise SchemaError(f"NaN is not a valid value for attribute {attr.ident}: it "
+                              "equals nothing, not even itself (Datomic cannot compare it)")
+    elif t == "boolean" and (type(v) is bool or isinstance(v, np.bool_)):
+        ok = bool(v)
+    elif t == "instant" and isinstance(v, datetime):
+        ok = v if v.tzinfo else v.replace(tzinfo=timezone.utc)
+    elif t == "instant" and isinstance(v, date):
+        ok = datetime(v.year, v.month, v.day, tzinfo=timezone.utc)
+    elif t == "keyword" and isinstance(v, str) and v.startswith(":"):
+        ok = Keyword(v)
+    elif t == "uuid" and isinstance(v, uuid.UUID):
+        ok = v
+    elif t == "bigdec" and isinstance(v, (Decimal, int)) and type(v) is not bool \
+            and not (isinstance(v, Decimal) and v.is_nan()):
+        ok = Decimal(v)
+    elif t == "symbol":
+        ok = v
+    elif t == "tuple":
+        ok = check_tuple(attr, v)
+    if ok is None:
+        raise SchemaError(f"value {shown(v)} of type {type(v).__name__} for attribute {attr.ident} "
+                          f"does not match its type :db.type/{t}")
+    return ok
+
+
+def check_tuple(attr: Attribute, v: Any) -> Any:
+    """A tuple attribute's value as Datomic takes it: a vector of 2 to 8 scalars (nil
+    allowed), none of them NaN (it equals nothing, so a set could hold the tuple twice)."""
+    if not isinstance(v, (list, tuple)) or not 2 <= len(v) <= 8:
+        raise SchemaError(f"value {shown(v)} for tuple attribute {attr.ident} must be a vector of "
+                          "2 to 8 scalar values")
+    for x in v:
+        if isinstance(x, (list, tuple, set, frozenset, dict)):
+            raise SchemaError(f"value {shown(v)} for tuple attribute {attr.ident} holds a collection, "
+                              f"{shown(x)}; a tuple's elements are scalars")
+        if isinstance(x, (float, np.floating)) and math.isnan(x):
+            raise SchemaError(f"value {shown(v)} for tuple attribute {attr.ident} holds NaN: it equals "
+                              "nothing, not even itself, so a set could hold the tuple twice")
+    return v

@@ -20,10 +20,6 @@ Relies on ``indexes.eav``, ``indexes.interner``, ``queries.edn``, ``queries.sche
 from __future__ import annotations
 
 import itertools
-import math
-import uuid
-from datetime import date, datetime, timezone
-from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -33,7 +29,8 @@ from indexes.eav import Attribute, EavStore
 from indexes.interner import BOOLEAN, REF, TAG_SHIFT, ref_ids, tag_of
 from queries.edn import Keyword, Tagged
 from queries.schema import (
-    ALTERABLE, SCHEMA_KEYS, alter, alter_map, check_schema_rows, install, is_ident, names_attribute,
+    ALTERABLE, SCHEMA_KEYS, alter, alter_map, check_schema_rows, check_value, install, is_ident,
+    names_attribute,
 )
 from queries.txrules import apply_rules, owners
 from wcoj.errors import CasError, SchemaError, shown
@@ -68,58 +65,6 @@ def _tempid_key(x: Any) -> Any:
         v = x.value if isinstance(x.value, list) else [x.value]
         return x if len(v) >= 2 else _TempId()
     return x
-
-
-def _check_value(attr: Attribute, v: Any) -> Any:
-    """The value coerced to the attribute's type, or a SchemaError naming all three."""
-    t = attr.value_type
-    ok: Any = None
-    if t == "string" and type(v) is str:
-        ok = v
-    elif t in ("long", "bigint") and (type(v) is int or isinstance(v, np.integer)):
-        ok = int(v)  # a NumPy integer is stored as the int it holds
-    elif t in ("double", "float") and (type(v) in (float, int) or isinstance(v, (np.floating, np.integer))):
-        ok = float(v)
-        if math.isnan(ok):  # NaN equals nothing, itself included: a set could hold it twice
-            raise SchemaError(f"NaN is not a valid value for attribute {attr.ident}: it "
-                              "equals nothing, not even itself (Datomic cannot compare it)")
-    elif t == "boolean" and (type(v) is bool or isinstance(v, np.bool_)):
-        ok = bool(v)
-    elif t == "instant" and isinstance(v, datetime):
-        ok = v if v.tzinfo else v.replace(tzinfo=timezone.utc)
-    elif t == "instant" and isinstance(v, date):
-        ok = datetime(v.year, v.month, v.day, tzinfo=timezone.utc)
-    elif t == "keyword" and isinstance(v, str) and v.startswith(":"):
-        ok = Keyword(v)
-    elif t == "uuid" and isinstance(v, uuid.UUID):
-        ok = v
-    elif t == "bigdec" and isinstance(v, (Decimal, int)) and type(v) is not bool \
-            and not (isinstance(v, Decimal) and v.is_nan()):
-        ok = Decimal(v)
-    elif t == "symbol":
-        ok = v
-    elif t == "tuple":
-        ok = _check_tuple(attr, v)
-    if ok is None:
-        raise SchemaError(f"value {shown(v)} of type {type(v).__name__} for attribute {attr.ident} "
-                          f"does not match its type :db.type/{t}")
-    return ok
-
-
-def _check_tuple(attr: Attribute, v: Any) -> Any:
-    """A tuple attribute's value as Datomic takes it: a vector of 2 to 8 scalars (nil
-    allowed), none of them NaN (it equals nothing, so a set could hold the tuple twice)."""
-    if not isinstance(v, (list, tuple)) or not 2 <= len(v) <= 8:
-        raise SchemaError(f"value {shown(v)} for tuple attribute {attr.ident} must be a vector of "
-                          "2 to 8 scalar values")
-    for x in v:
-        if isinstance(x, (list, tuple, set, frozenset, dict)):
-            raise SchemaError(f"value {shown(v)} for tuple attribute {attr.ident} holds a collection, "
-                              f"{shown(x)}; a tuple's elements are scalars")
-        if isinstance(x, (float, np.floating)) and math.isnan(x):
-            raise SchemaError(f"value {shown(v)} for tuple attribute {attr.ident} holds NaN: it equals "
-                              "nothing, not even itself, so a set could hold the tuple twice")
-    return v
 
 
 class _Forms:
@@ -260,7 +205,7 @@ def entity_id(store: EavStore, x: Any, kind: str = "prev") -> int:
     schema = store.attribute(attr)
     if schema.unique is None:
         raise SchemaError(f"lookup ref {list(x)}: {attr} is not a unique attribute")
-    vid = store.interner.find(_check_value(schema, x[1]))
+    vid = store.interner.find(check_value(schema, x[1]))
     if vid < 0 or kind != "prev":
         ids = store.entity_ids(attr, vid, kind) if vid >= 0 else ()
         return int(ids[0]) if len(ids) else -1
@@ -333,7 +278,7 @@ class _Entities:
                 raise SchemaError(f"lookup ref {list(self.ref_forms[js[0]])}: {attr} is not a "
                                   "unique attribute")
             find = self.store.interner.find
-            vids = np.array([find(_check_value(schema, self.ref_forms[j][1])) for j in js],
+            vids = np.array([find(check_value(schema, self.ref_forms[j][1])) for j in js],
                             dtype=np.int64)
             out[js] = owners(self.store, attr, vids)   # a value never interned has none
         missing = np.flatnonzero(out < 0)
@@ -460,7 +405,7 @@ def _value_codes(interner: Any, schema: Attribute, vs: list) -> I64:
         except OverflowError:  # past int64: one by one below
             pass
     encode = interner.encode
-    return np.fromiter((encode(v if type(v) is fast else _check_value(schema, v)) for v in vs),
+    return np.fromiter((encode(v if type(v) is fast else check_value(schema, v)) for v in vs),
                        dtype=np.int64, count=len(vs))
 
 
@@ -522,7 +467,7 @@ def _check_cas(store: EavStore, forms: _Forms, rows: I64, ents: _Entities, tempi
         elif schema.value_type == "ref":
             expected = [entity_id(store, old)]
         else:
-            expected = [store.interner.find(_check_value(schema, old))]
+            expected = [store.interner.find(check_value(schema, old))]
         if current != expected:
             found = store.interner.decode_one(current[0]) if current else None
             raise CasError(f":db/cas failed on entity {eid} {attr}: expected {shown(old)}, found "
@@ -585,7 +530,7 @@ def _bulk_values(store: EavStore, schema: Any, values: np.ndarray) -> np.ndarray
                           f"entity ids, got {values.dtype}")
     uniq, inverse = np.unique(values.astype(object) if values.dtype.kind == "U" else values,
                               return_inverse=True)
-    ids = np.fromiter((store.interner.encode(_check_value(schema, x)) for x in uniq.tolist()),
+    ids = np.fromiter((store.interner.encode(check_value(schema, x)) for x in uniq.tolist()),
                       dtype=np.int64, count=len(uniq))
     return ids[inverse.reshape(-1)]
 
