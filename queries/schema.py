@@ -361,14 +361,14 @@ def check_value(attr: Attribute, v: Any) -> Any:
     elif t == "symbol":
         ok = v
     elif t == "tuple":
-        ok = check_tuple(attr, v)
+        ok = _check_tuple(attr, v)
     if ok is None:
         raise SchemaError(f"value {shown(v)} of type {type(v).__name__} for attribute {attr.ident} "
                           f"does not match its type :db.type/{t}")
     return ok
 
 
-def check_tuple(attr: Attribute, v: Any) -> Any:
+def _check_tuple(attr: Attribute, v: Any) -> Any:
     """A tuple attribute's value as Datomic takes it: a vector of 2 to 8 scalars (nil
     allowed), none of them NaN (it equals nothing, so a set could hold the tuple twice)."""
     if not isinstance(v, (list, tuple)) or not 2 <= len(v) <= 8:

@@ -64,7 +64,6 @@ from wcoj.zset import ZSet, consolidate_sorted_parts
 __all__ = ["Trace", "row_ids", "ranges_to_indices"]
 
 I64 = npt.NDArray[np.int64]
-_LAST_TIMED: list = [None]  # (z, time row, timed z, bounds) of the last large Trace._timed
 
 
 def ranges_to_indices(lo: I64, hi: I64) -> I64:
@@ -226,7 +225,7 @@ class Trace:
         Coordinates of a time: 1 at the root, 2 in a child circuit, ...
     """
 
-    __slots__ = ("arity", "n_key", "n_dims", "runs", "recent", "frontier", "_all", "_table")
+    __slots__ = ("arity", "n_key", "n_dims", "runs", "recent", "frontier", "_all", "_table", "_last_timed")
 
     def __init__(self, arity: int, n_key: int | None = None, n_dims: int = 1,
                  runs: tuple[_Run, ...] = (), recent: tuple[_Run, ...] = (),
@@ -239,6 +238,7 @@ class Trace:
         self.runs, self.recent, self.frontier = runs, recent, frontier
         self._all = tuple(r for r in runs + recent if r.n)  # what every query walks (immutable)
         self._table: RunTable | None = None  # the runs as the lattice kernels read them
+        self._last_timed: tuple | None = None  # (z, time row, timed z, bounds): see _timed
 
     @classmethod
     def from_batches(cls, batches: Iterable[tuple[Time, ZSet | IndexedZSet]], arity: int | None = None,
@@ -290,10 +290,11 @@ class Trace:
         """``z`` with the time ``row`` appended to each row, and the bounds of its columns
         when it is large enough that a join may pack them (``Trace.column_bounds``).
 
-        The last large result is kept for the next call with the same ``z`` and time: a
-        nested join reads a batch as one more run (``run_table``) right before the trace
-        appends it (``insert``), and both need it timed."""
-        last = _LAST_TIMED[0]
+        The last large result is kept on this trace: a nested join reads a batch as one
+        more run (``run_table``) and packs its output by the batch's bounds
+        (``column_bounds``) right before the trace appends it (``insert``), and all three
+        need it timed or bounded. (The trace object goes when the append replaces it.)"""
+        last = self._last_timed
         if last is not None and last[0] is z and last[1] == row:
             return last[2], last[3]
         # Rows are sorted and unique and all share one time, so appending it keeps that.
@@ -302,8 +303,8 @@ class Trace:
         lows, highs = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
         timed_into(read_only(z.keys), np.array(row, dtype=np.int64), keys, lows, highs)
         out = ZSet(keys, np.ascontiguousarray(z.weights)), (lows, highs) if n else None
-        if n:  # a small batch leaves the last large one (its join's other side) cached
-            _LAST_TIMED[0] = (z, row, *out)
+        if n:
+            self._last_timed = (z, row, *out)
         return out
 
     def insert(self, batch: ZSet | IndexedZSet, time: Time) -> Trace:
@@ -429,7 +430,7 @@ class Trace:
         parts = [r.bounds() for r in self._all]
         z = None if batch is None else _as_zset(batch)
         if z is not None and len(z):
-            last = _LAST_TIMED[0]  # run_table has just timed this batch, and bounded it
+            last = self._last_timed  # run_table has just timed this batch, and bounded it
             parts.append(last[3] if last is not None and last[0] is z else column_bounds(z.keys))
         if not parts:
             return None
