@@ -79,6 +79,8 @@ class Attribute:
     tuple_attrs: tuple[str, ...] = ()  # a composite tuple: derived from these attributes
     fulltext: bool = False  # searchable by words (``fulltext`` in queries)
     doc: str | None = None  # ``:db/doc``
+    tuple_types: tuple[str, ...] = ()  # a heterogeneous tuple: one value type per element
+    tuple_type: str | None = None      # a homogeneous tuple: the type of every element
 
     def __post_init__(self) -> None:
         if not (isinstance(self.ident, str) and self.ident.startswith(":") and len(self.ident) > 1):

@@ -250,7 +250,8 @@ class DatabaseLog(_Log):
         """Log transaction ``t`` in one SQLite transaction; return once it is durable."""
         values = [(vid, _value_text(vid, v)) for vid, v in store.interner.since(self.marks)]
         attrs = [(a.ident, json.dumps([a.value_type, a.many, a.unique, a.component,
-                                       list(a.tuple_attrs), a.fulltext, a.doc]))
+                                       list(a.tuple_attrs), a.fulltext, a.doc,
+                                       list(a.tuple_types), a.tuple_type]))
                  for a in installs]
         data = np.concatenate([np.full((len(rows), 1), t, np.int64), rows[:, :3], rows[:, 4:5]], axis=1)
 
@@ -291,10 +292,10 @@ def open_database(cls: type, path: Any, every: int):
         for vid, text in con.execute("SELECT id, text FROM vals ORDER BY id"):
             store.interner.restore(vid, _text_value(vid, text))
         for ident, spec in con.execute("SELECT ident, def FROM attrs ORDER BY rowid"):
-            vt, many, unique, component, *more = json.loads(spec)  # older logs: 4 to 6 fields
-            store.install(Attribute(ident, vt, many, unique, component,
-                                    tuple(more[0]) if more else (), bool(more[1:] and more[1]),
-                                    more[2] if len(more) > 2 else None))
+            vt, many, unique, component, *more = json.loads(spec)  # older logs: 4 to 8 fields
+            more += [None] * (5 - len(more))
+            store.install(Attribute(ident, vt, many, unique, component, tuple(more[0] or ()),
+                                    bool(more[1]), more[2], tuple(more[3] or ()), more[4]))
         log = DatabaseLog(root, con, every, store.interner.marks())
         snap_t, snap = log.latest_snapshot()
         log._drop_torn("tx", "datoms", "n_datoms", snap_t)

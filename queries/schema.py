@@ -6,14 +6,17 @@ stages the ``indexes.eav.Attribute`` it defines, or its alteration, checked agai
 datoms the attribute already has: the value type only while it has none, cardinality one
 and uniqueness only when no entity has two values and no value two entities. A composite
 tuple (``:db/tupleAttrs``) names 2 to 8 cardinality-one attributes; ``queries.txrules``
-keeps its values in step. ``SCHEMA_KEYS`` are the keys that describe an attribute rather
+keeps its values in step. Any other tuple names its element types, as in Datomic: one per
+element (``:db/tupleTypes [:db.type/long :db.type/string]``) or one for 2 to 8 elements
+(``:db/tupleType :db.type/keyword``). ``SCHEMA_KEYS`` are the keys that describe an attribute rather
 than assert a datom. ``check_value`` coerces a value to its attribute's type (a tuple: a
 vector of 2 to 8 scalars), or names what is wrong.
 
 The schema is data too, as in Datomic: each attribute is the entity whose id is its
 keyword's, and the transaction that installs or alters it writes (and retracts) that
 entity's ``:db/ident``, ``:db/valueType``, ``:db/cardinality``, ``:db/unique``,
-``:db/isComponent``, ``:db/fulltext``, ``:db/tupleAttrs`` and ``:db/doc`` datoms
+``:db/isComponent``, ``:db/fulltext``, ``:db/tupleAttrs``, ``:db/tupleTypes``,
+``:db/tupleType`` and ``:db/doc`` datoms
 (``schema_datoms``), plus ``[:db.part/db :db.install/attribute attr]``; a transaction
 cannot write them on its own (``check_schema_rows``).
 
@@ -36,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from indexes.eav import Attribute, EavStore
+from indexes.eav import VALUE_TYPES, Attribute, EavStore
 from indexes.interner import tag_of
 from queries.edn import Keyword
 from wcoj.errors import SchemaError, shown
@@ -72,9 +75,12 @@ _RESTATED = {":db.install/_attribute", ":db/tupleTypes", ":db/tupleType", ":db/t
 SYSTEM = (Attribute(":db/valueType", "keyword"), Attribute(":db/cardinality", "keyword"),
           Attribute(":db/unique", "keyword"), Attribute(":db/isComponent", "boolean"),
           Attribute(":db/fulltext", "boolean"), Attribute(":db/tupleAttrs", "tuple"),
+          Attribute(":db/tupleTypes", "tuple"), Attribute(":db/tupleType", "keyword"),
           Attribute(":db.install/attribute", "keyword", many=True))
 FACTS = (":db/ident", ":db/valueType", ":db/cardinality", ":db/unique", ":db/isComponent",
-         ":db/fulltext", ":db/tupleAttrs", ":db/doc")
+         ":db/fulltext", ":db/tupleAttrs", ":db/tupleTypes", ":db/tupleType", ":db/doc")
+# the types a tuple's elements may have: every value type but a tuple
+ELEMENT_TYPES = tuple(t for t in VALUE_TYPES if t != "tuple")
 PARTITION = ":db.part/db"
 
 
@@ -95,6 +101,10 @@ def facts(attr: Attribute) -> dict[str, Any]:
         out[":db/fulltext"] = True
     if attr.tuple_attrs:
         out[":db/tupleAttrs"] = tuple(Keyword(a) for a in attr.tuple_attrs)
+    if attr.tuple_types:
+        out[":db/tupleTypes"] = tuple(Keyword(f":db.type/{t}") for t in attr.tuple_types)
+    if attr.tuple_type:
+        out[":db/tupleType"] = Keyword(f":db.type/{attr.tuple_type}")
     if attr.doc is not None:
         out[":db/doc"] = attr.doc
     return out
@@ -192,16 +202,22 @@ def install(store: EavStore, m: dict) -> None:
     if card not in (":db.cardinality/one", ":db.cardinality/many"):
         raise SchemaError(f"attribute {ident}: :db/cardinality must be :db.cardinality/one or "
                           f":db.cardinality/many, got {card}")
+    types, one_type = _tuple_types(ident, vt, m)
     attr = Attribute(ident, vt.split("/", 1)[1], card.endswith("many"),
                      str(unique).split("/", 1)[1] if unique else None,
                      bool(m.get(":db/isComponent")), _tuple_attrs(store, ident, vt, m),
-                     bool(m.get(":db/fulltext")), _doc(ident, m.get(":db/doc")))
+                     bool(m.get(":db/fulltext")), _doc(ident, m.get(":db/doc")), types, one_type)
     if attr.fulltext and attr.value_type != "string":
         raise SchemaError(f"attribute {ident}: :db/fulltext needs :db/valueType :db.type/string")
+    if vt == ":db.type/tuple" and (bool(attr.tuple_attrs) + bool(types) + bool(one_type)) != 1:
+        raise SchemaError(f"attribute {ident}: a :db.type/tuple attribute needs exactly one of "
+                          ":db/tupleAttrs (a composite), :db/tupleTypes (one type per element) or "
+                          ":db/tupleType (one type for every element)")
     old = store.attributes.get(ident)
-    if old is not None and old.tuple_attrs != attr.tuple_attrs and ident in store.relations \
+    if old is not None and _shape(old) != _shape(attr) and ident in store.relations \
             and len(store.relations[ident].contents()):
-        raise SchemaError(f"attribute {ident}: cannot change :db/tupleAttrs while it has datoms")
+        raise SchemaError(f"attribute {ident}: cannot change :db/tupleAttrs, :db/tupleTypes or "
+                          ":db/tupleType while it has datoms")
     if old is not None and old != attr:
         _check_alteration(store, old, attr)
     store.stage_install(attr)
@@ -228,6 +244,10 @@ def alter(store: EavStore, ident: str, changes: list[tuple[bool, str, Any]]) -> 
         m[":db/isComponent"] = True
     if old.tuple_attrs:
         m[":db/tupleAttrs"] = list(old.tuple_attrs)
+    if old.tuple_types:
+        m[":db/tupleTypes"] = [f":db.type/{t}" for t in old.tuple_types]
+    if old.tuple_type:
+        m[":db/tupleType"] = f":db.type/{old.tuple_type}"
     if old.fulltext:
         m[":db/fulltext"] = True
     if old.doc is not None:
@@ -237,7 +257,7 @@ def alter(store: EavStore, ident: str, changes: list[tuple[bool, str, Any]]) -> 
         if key == ":db/ident":
             raise SchemaError(f"attribute {ident}: renaming an attribute (:db/ident {value}) is not "
                               "supported; install a new attribute and move its datoms")
-        if key in _RESTATED and added and (key != ":db/tupleAttrs" or _same_parts(value, old.tuple_attrs)):
+        if key in _RESTATED and added and _restates(key, value, old):
             continue
         if key not in ALTERABLE:
             raise SchemaError(f"attribute {ident}: {key} cannot be altered; alterable: "
@@ -280,10 +300,46 @@ def alter_map(store: EavStore, m: dict) -> bool:
     return True
 
 
-def _same_parts(given: Any, parts: tuple[str, ...]) -> bool:
-    """Whether ``:db/tupleAttrs`` ``given`` names the composite's ``parts``."""
-    return isinstance(given, (list, tuple)) and \
-        tuple(str(Keyword(a) if isinstance(a, str) else a) for a in given) == parts
+def _restates(key: str, given: Any, old: Attribute) -> bool:
+    """Whether asserting ``key`` ``given`` on ``old`` says what it already is (a schema
+    file run twice): ``:db.install/_attribute`` always; a tuple's parts or element types
+    only when they are the ones it has (they cannot be altered)."""
+    if key == ":db/tupleAttrs":
+        return isinstance(given, (list, tuple)) and \
+            tuple(str(Keyword(a) if isinstance(a, str) else a) for a in given) == old.tuple_attrs
+    if key == ":db/tupleTypes":
+        return isinstance(given, (list, tuple)) and tuple(str(t) for t in given) == \
+            tuple(f":db.type/{t}" for t in old.tuple_types)
+    if key == ":db/tupleType":
+        return old.tuple_type is not None and str(given) == f":db.type/{old.tuple_type}"
+    return True
+
+
+def _shape(attr: Attribute) -> tuple:
+    """What a tuple attribute's values must look like: its parts or element types."""
+    return attr.tuple_attrs, attr.tuple_types, attr.tuple_type
+
+
+def _element_type(ident: str, key: str, t: Any) -> str:
+    """``t`` (``:db.type/long``) as an element type name (``long``), or a SchemaError."""
+    name = str(t)
+    if not (isinstance(t, str) and name.startswith(":db.type/") and name[9:] in ELEMENT_TYPES):
+        raise SchemaError(f"attribute {ident}: {key} takes :db.type/... keywords of scalar types ("
+                          + ", ".join(ELEMENT_TYPES) + f"), got {name if isinstance(t, str) else shown(t)}")
+    return name[9:]
+
+
+def _tuple_types(ident: str, vt: str, m: dict) -> tuple[tuple[str, ...], str | None]:
+    """A tuple's element types, checked: ``:db/tupleTypes`` (2 to 8, one per element) and
+    ``:db/tupleType`` (every element's), each only on a ``:db.type/tuple`` attribute."""
+    many, one = m.get(":db/tupleTypes"), m.get(":db/tupleType")
+    for key, given in ((":db/tupleTypes", many), (":db/tupleType", one)):
+        if given is not None and vt != ":db.type/tuple":
+            raise SchemaError(f"attribute {ident}: {key} needs :db/valueType :db.type/tuple")
+    if many is not None and (not isinstance(many, (list, tuple)) or not 2 <= len(many) <= 8):
+        raise SchemaError(f"attribute {ident}: :db/tupleTypes must list 2 to 8 types, got {shown(many)}")
+    return (tuple(_element_type(ident, ":db/tupleTypes", t) for t in many or ()),
+            None if one is None else _element_type(ident, ":db/tupleType", one))
 
 
 def _tuple_attrs(store: EavStore, ident: str, vt: str, m: dict) -> tuple[str, ...]:
@@ -370,10 +426,16 @@ def check_value(attr: Attribute, v: Any) -> Any:
 
 def _check_tuple(attr: Attribute, v: Any) -> Any:
     """A tuple attribute's value as Datomic takes it: a vector of 2 to 8 scalars (nil
-    allowed), none of them NaN (it equals nothing, so a set could hold the tuple twice)."""
+    allowed), none of them NaN (it equals nothing, so a set could hold the tuple twice),
+    each of its element type when the attribute names them (``:db/tupleTypes``: one per
+    element, so also the length; ``:db/tupleType``: every element's)."""
     if not isinstance(v, (list, tuple)) or not 2 <= len(v) <= 8:
         raise SchemaError(f"value {shown(v)} for tuple attribute {attr.ident} must be a vector of "
                           "2 to 8 scalar values")
+    types = attr.tuple_types or ((attr.tuple_type,) * len(v) if attr.tuple_type else ())
+    if types and len(types) != len(v):
+        raise SchemaError(f"value {shown(v)} for tuple attribute {attr.ident} has {len(v)} elements; "
+                          f"its :db/tupleTypes name {len(types)}")
     for x in v:
         if isinstance(x, (list, tuple, set, frozenset, dict)):
             raise SchemaError(f"value {shown(v)} for tuple attribute {attr.ident} holds a collection, "
@@ -381,4 +443,27 @@ def _check_tuple(attr: Attribute, v: Any) -> Any:
         if isinstance(x, (float, np.floating)) and math.isnan(x):
             raise SchemaError(f"value {shown(v)} for tuple attribute {attr.ident} holds NaN: it equals "
                               "nothing, not even itself, so a set could hold the tuple twice")
+    if types:
+        return type(v)(_element(attr, v, i, t, x) for i, (t, x) in enumerate(zip(types, v)))
     return v
+
+
+_ELEMENTS = {t: Attribute(":db/tupleType", t) for t in ELEMENT_TYPES}
+
+
+def _element(attr: Attribute, v: Any, i: int, t: str, x: Any) -> Any:
+    """Element ``i`` of tuple ``v``, ``x``, coerced to type ``t`` (nil stays nil; a ref is
+    an entity id), or a SchemaError naming the element."""
+    if x is None:
+        return None
+    if t == "ref":
+        ok = int(x) if (type(x) is int or isinstance(x, np.integer)) and x >= 0 else None
+    else:
+        try:
+            ok = check_value(_ELEMENTS[t], x)
+        except SchemaError:
+            ok = None
+    if ok is None:
+        raise SchemaError(f"value {shown(v)} for tuple attribute {attr.ident}: element {i}, {shown(x)} "
+                          f"of type {type(x).__name__}, is not a :db.type/{t}")
+    return ok

@@ -30,7 +30,7 @@ def _nested(depth, leaf=()):
 
 def _db():
     db = Database()
-    db.transact('[{:db/ident :t :db/valueType :db.type/tuple} '
+    db.transact('[{:db/ident :t :db/valueType :db.type/tuple :db/tupleType :db.type/long} '
                 '{:db/ident :name :db/valueType :db.type/string}]')
     db.transact([{":db/id": "a", ":t": (1, 2), ":name": "a"}])
     return db
@@ -90,7 +90,7 @@ def test_million_deep_values_are_errors_not_crashes():
         from queries.database import Database
         from wcoj.errors import EdnSyntaxError, InputError
         db = Database()
-        db.transact('[{:db/ident :t :db/valueType :db.type/tuple}]')
+        db.transact('[{:db/ident :t :db/valueType :db.type/tuple :db/tupleType :db.type/symbol}]')
         v = ()
         for _ in range(10**6):
             v = (v,)

@@ -112,7 +112,8 @@ def test_tuple_values_are_vectors_of_two_to_eight_scalars_without_nan():
     """Datomic's tuples hold 2 to 8 scalars. A NaN inside one made a new datom on every
     add (three adds, three datoms, and ``q`` gave the row twice)."""
     d = Database()
-    d.transact('[{:db/ident :t :db/valueType :db.type/tuple :db/cardinality :db.cardinality/many}]')
+    d.transact('[{:db/ident :t :db/valueType :db.type/tuple :db/tupleType :db.type/symbol'
+               ' :db/cardinality :db.cardinality/many}]')
     n, size = len(d.store.datoms.contents()), len(d.store.interner)
     for bad, why in (((float("nan"), 1), "holds NaN"), ((1, np.float64("nan")), "holds NaN"),
                      (1, "2 to 8"), ("ab", "2 to 8"), ((1,), "2 to 8"), (tuple(range(9)), "2 to 8"),
