@@ -73,7 +73,7 @@ def iter_blocks(path: str | os.PathLike, *, chunk_bytes: int = CHUNK_BYTES,
         stream = _decompressed(raw, name)
         line_no, carry, first = 1, b"", True
         while True:
-            chunk = _read(stream, chunk_bytes, name, line_no)
+            chunk = _read(stream, chunk_bytes, path, line_no)
             if not chunk:
                 if first and carry.startswith(_BOM):
                     carry = carry[len(_BOM):]
@@ -105,17 +105,35 @@ def _decompressed(raw: BinaryIO, name: str) -> BinaryIO:
     return gzip.GzipFile(fileobj=raw, mode="rb") if head == _GZIP_MAGIC else raw
 
 
-def _read(stream: BinaryIO, n: int, name: str, line_no: int) -> bytes:
-    """Up to ``n`` bytes; gzip and I/O failures become an error naming the file and line."""
+def _read(stream: BinaryIO, n: int, path, line_no: int) -> bytes:
+    """Up to ``n`` bytes; gzip and I/O failures become an error naming the file and the
+    line where the damage is (or the first line of the failed read, for I/O errors)."""
+    name = os.fspath(path)
     try:
         return stream.read(n)
     except EOFError:  # the gzip module's word for a truncated member
-        why = "truncated gzip data (the file ends inside a compressed member)"
+        why, is_gzip = "truncated gzip data (the file ends inside a compressed member)", True
     except (OSError, zlib.error) as exc:  # BadGzipFile is an OSError
         is_gzip = isinstance(exc, (gzip.BadGzipFile, zlib.error))
         why = f"corrupt gzip data ({_reason(exc)})" if is_gzip else _reason(exc)
+    if is_gzip:  # a read of n bytes fails as a whole: find the line that does not inflate
+        line_no = max(line_no, _first_bad_line(path))
     raise InputFileError(f"cannot read {name}: {why} at or after line {line_no}", name,
                          line_no) from None
+
+
+def _first_bad_line(path, step: int = 1 << 16) -> int:
+    """The line of gzip file ``path`` in which its data stops inflating: the file read
+    again ``step`` bytes at a time, counting the lines that came out whole (to within
+    ``step`` bytes of text of the damage; the error path only, in bounded memory)."""
+    lines = 1
+    try:
+        with open(path, "rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as stream:
+            while chunk := stream.read(step):
+                lines += chunk.count(b"\n")
+    except (OSError, EOFError, zlib.error):
+        pass
+    return lines
 
 
 def _reason(exc: BaseException) -> str:
