@@ -459,7 +459,8 @@ class Graph:
                              "step tick by tick: use apply for each tick")
         empty_ok = isinstance(changes, (list, tuple))
         carry, carry_pos, last = None, 0, None
-        chunks = as_rows(changes)
+        sizes = [] if empty_ok else None  # (inserts, deletes) pairs: name a bad row in them
+        chunks = as_rows(changes, sizes)
         ahead, failed = next(chunks, None), None
         while ahead is not None:
             (pos, rows), ahead = ahead, None
@@ -475,7 +476,7 @@ class Graph:
                 start = int(other[-1]) + 1 if len(other) else 0
                 carry, carry_pos, rows = rows[start:], pos + start, rows[:start]
             with self.store.lock:
-                result, error = run_chunk(self, rows, pos, empty_ok, last)
+                result, error = run_chunk(self, rows, pos, empty_ok, last, sizes)
             if len(result):
                 last = int(result.ticks[-1])
                 yield result

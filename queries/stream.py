@@ -44,7 +44,8 @@ CHUNK_ROWS = 1 << 20  # rows of a stream given as one array, cut into chunks of 
 
 class StreamError(InputError):
     """A bad row in a stream; ``done`` is the ``StreamResult`` of the ticks before it
-    (applied), ``row`` the row's position in the stream."""
+    (applied), ``row`` the row's position in the stream (for a stream of ``(inserts,
+    deletes)`` pairs: ``(tick, "inserts" or "deletes", index)``)."""
 
     def __init__(self, message: str, row: int, done: StreamResult):
         super().__init__(message)
@@ -98,9 +99,11 @@ class StreamResult:
             np.concatenate([p.tick_seconds for p in parts]))
 
 
-def as_rows(changes) -> Iterator[tuple[int, I64]]:
+def as_rows(changes, sizes: list | None = None) -> Iterator[tuple[int, I64]]:
     """``changes`` as chunks ``(position of the chunk's first row, rows (tick, op, src,
-    dst))``; a tick may continue into the next chunk."""
+    dst))``; a tick may continue into the next chunk. For ``(inserts, deletes)`` pairs,
+    ``sizes`` (when given) gets each tick's ``(len(inserts), len(deletes))``, so that a
+    row's position can be named as the user wrote it (``pair_position``)."""
     if isinstance(changes, np.ndarray):
         rows = _rows_array(changes, 0)
         for lo in range(0, max(len(rows), 1), CHUNK_ROWS):
@@ -110,15 +113,19 @@ def as_rows(changes) -> Iterator[tuple[int, I64]]:
         parts = []
         for t, (ins, dels) in enumerate(changes):
             parts.append(np.array([[t, 0, 0, 0]], dtype=np.int64))  # marks the tick, also an empty one
+            n = [0, 0]
             for op, e in ((1, ins), (-1, dels)):
                 e = np.zeros((0, 2), dtype=np.int64) if e is None else \
                     array_of(e, f"tick {t}: {'inserts' if op == 1 else 'deletes'}")
                 if e.size == 0:
                     continue
+                n[op == -1] = len(e)
                 if e.ndim != 2 or e.shape[1] != 2 or e.dtype.kind not in "iu":
                     raise InputError(f"tick {t}: {'inserts' if op == 1 else 'deletes'} must be an (m, 2) int "
                                      f"array, got {e.dtype} {e.shape}")
                 parts.append(np.column_stack([np.full(len(e), t), np.full(len(e), op), e]).astype(np.int64))
+            if sizes is not None:
+                sizes.append(n)
         yield 0, np.concatenate(parts) if parts else np.zeros((0, 4), dtype=np.int64)
         return
     if isinstance(changes, Iterable):
@@ -130,6 +137,20 @@ def as_rows(changes) -> Iterator[tuple[int, I64]]:
         return
     raise InputError(f"a stream is an int array of rows (tick, op, src, dst), a list of (inserts, deletes) "
                      f"pairs or an iterator of row arrays, got {type(changes).__name__}")
+
+
+def pair_position(sizes: list, row: int) -> tuple[int, str, int]:
+    """Row ``row`` of the rows ``as_rows`` made of ``(inserts, deletes)`` pairs (one
+    marker row per tick, then its inserts, then its deletes) as ``(tick, "inserts" or
+    "deletes", index)``.
+
+    >>> pair_position([[2, 1], [0, 3]], 6)
+    (1, 'deletes', 1)
+    """
+    starts = np.cumsum([0] + [1 + i + d for i, d in sizes])
+    t = int(np.searchsorted(starts, row, side="right")) - 1
+    off = row - int(starts[t]) - 1
+    return (t, "inserts", off) if off < sizes[t][0] else (t, "deletes", off - sizes[t][0])
 
 
 def array_of(x, what: str) -> np.ndarray:
@@ -169,10 +190,11 @@ def first_bad(rows: I64, last_tick: int | None, empty_ok: bool) -> tuple[int, st
     return r, f"tick {int(rows[r, 0])} comes after tick {before}: ticks must not go backwards"
 
 
-def run_chunk(graph, rows: I64, pos: int, empty_ok: bool, last_tick: int | None):
+def run_chunk(graph, rows: I64, pos: int, empty_ok: bool, last_tick: int | None, sizes: list | None = None):
     """Apply the whole ticks of ``rows`` (the stream's rows ``pos ..``) to ``graph``;
     returns ``(result, error)``, the error a ``StreamError`` to raise after the result
-    is delivered (or ``None``)."""
+    is delivered (or ``None``). ``sizes``: the stream came as ``(inserts, deletes)``
+    pairs (``as_rows``), so the error names the bad row as ``tick t, inserts[i]``."""
     import time
     t0 = time.perf_counter()
     cut, why = first_bad(rows, last_tick, empty_ok)
@@ -242,7 +264,11 @@ def run_chunk(graph, rows: I64, pos: int, empty_ok: bool, last_tick: int | None)
         error = (cut + pos, why)
     if error is not None:
         row, why = error
-        error = StreamError(f"stream row {row}: {why}; the ticks before it were applied, none of its tick",
+        where = f"stream row {row}"
+        if sizes is not None:  # the user's own coordinates: (tick, "inserts"/"deletes", index)
+            row = pair_position(sizes, row)
+            where = f"stream tick {row[0]}, {row[1]}[{row[2]}]"
+        error = StreamError(f"{where}: {why}; the ticks before it were applied, none of its tick",
                             row, result)
     return result, error
 

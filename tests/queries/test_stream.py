@@ -137,6 +137,21 @@ def test_a_bad_row_applies_the_ticks_before_it_and_nothing_of_its_own(bad, why):
     assert_same(info.value.done, expected, g, ref)  # tick 3's first row is not applied either
 
 
+@pytest.mark.parametrize("tick, part, i", [(1, "deletes", 0), (1, "inserts", 1), (2, "deletes", 1)])
+def test_a_bad_row_in_pairs_is_named_by_its_tick_and_place(tick, part, i):
+    """A stream of (inserts, deletes) pairs names a bad row as the user wrote it, not by
+    its position in the rows the pairs were flattened into."""
+    good = [([(1, 2), (2, 3)], [(7, 8)]), ([(1, 3), (3, 4)], [(1, 2)]), ([(5, 6)], [(2, 3), (3, 4)])]
+    pairs = [(list(ins), list(dels)) for ins, dels in good]
+    pairs[tick][part == "deletes"][i] = (9, -1)
+    g, ref = make("triangle"), make("triangle")
+    expected = per_tick(ref, good[:tick], range(tick))
+    with pytest.raises(StreamError, match=rf"^stream tick {tick}, {part}\[{i}\]: node ids") as info:
+        g.apply_stream(pairs)
+    assert info.value.row == (tick, part, i)
+    assert_same(info.value.done, expected, g, ref)
+
+
 def test_a_bad_row_in_a_later_chunk_keeps_the_chunks_before():
     g = make("triangle")
     chunks = [np.array([[0, 1, 1, 2], [0, 1, 2, 3]]), np.array([[1, 1, 1, 3]]), np.array([[2, 7, 1, 4]])]
