@@ -6,8 +6,10 @@ views (DBSP's names):
 
 * ``delta``: this tick's change (Δ), staged but not committed;
 * ``prev``: z^-1 of the integral, the state before this tick (the trie);
-* ``curr``: the state after it, ``prev + delta`` (the trie plus the staged change, read
-  as two parts: never materialised).
+* ``curr``: the state after it, ``prev + delta``: the trie plus the staged change, read
+  as two parts; or, when the change is at least ``config.CURR_MERGE_FRACTION`` of the
+  trie's rows, their sum materialised once as one compact trie (one set part: the join
+  lists and counts its last level with a byte map, as over ``prev``).
 
 In the telescoping delta rule, atom *i*'s term sees ``curr`` for the atoms before it and
 ``prev`` for the atoms after it. Committing applies the staged change to the trie in
@@ -44,6 +46,7 @@ from indexes.trie import Trie, TrieView
 from wcoj.errors import ArityMismatchError, InputError, WeightOverflowError
 from wcoj.rows import row_order
 from wcoj.tables import TableBlock, TrieTable
+from wcoj import config
 from wcoj.zset import ZSet
 
 __all__ = ["IncrementalIndex", "Relation", "VIEWS"]
@@ -124,6 +127,8 @@ class IncrementalIndex:
                 parts = [self.staged] if self.staged is not None else []
             elif kind == "curr":
                 parts = [self.trie.part] + ([self.staged] if self.staged is not None else [])
+                if len(parts) == 2 and self.staged.rows >= config.CURR_MERGE_FRACTION * self.trie.n_rows:
+                    parts = [_merged(parts)]
             else:
                 raise InputError(f"unknown view {kind!r}; expected one of {VIEWS}")
             v = TrieView(parts, self.arity)
@@ -133,6 +138,14 @@ class IncrementalIndex:
 
     def nbytes(self) -> int:
         return self.trie.nbytes()
+
+
+def _merged(parts: list) -> TrieTable:
+    """The sum of a trie and its staged change as one compact trie: each holds sorted
+    unique rows, so one linear merge."""
+    base, change = (ZSet(*p.rows_arrays()) for p in parts)
+    z = base.plus(change)
+    return TrieTable.compact(z.keys, z.weights)
 
 
 class Relation:

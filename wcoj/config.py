@@ -22,7 +22,7 @@ __all__ = ["SLICE_ROWS", "THREADS", "SHARES_PER_THREAD", "DELTA_SHARE_ROWS", "CO
            "CHANGE_ROWS", "DENSE_SPAN", "DENSE_MIN", "GROWTH", "SLACK", "RECURSION_LIMIT",
            "VIEW_REFRESH", "REFRESH_FRACTION", "REFRESH_MIN_FRACTION", "REFRESH_RELAX",
            "RADIX_MIN_ROWS", "RADIX_MAX_BITS", "DENSE_SUM_SLOTS", "DENSE_SUM_MAX_BITS", "TRACE_RUNS",
-           "TRACE_MERGE_RATIO"]
+           "TRACE_MERGE_RATIO", "CURR_MERGE_FRACTION"]
 
 # --- sorting rows (wcoj.rows)
 RADIX_MIN_ROWS = 512
@@ -96,6 +96,13 @@ threads, in slices of bounded memory. On the 1M-edge power-law graph (triangle v
 2 cores) the change-by-change route was 1.19x, 1.43x, 1.35x and 1.35x faster than the
 staged one at 4,096, 16,384, 50,000 and 100,000 changes; above a million the staged
 route keeps memory bounded and Ctrl-C answered within a slice."""
+
+CURR_MERGE_FRACTION = 0.125
+"""A staged change of at least this share of an index's committed rows is summed with
+them into one trie for the ``curr`` view (``indexes.index``), once per tick: a copy of
+the index, against joins that read two parts and cannot list or count a last level with
+a byte map (the triangle view's 10,000-datom refresh: ~30 ms of level-by-level listing
+over two parts)."""
 
 # --- tries (indexes.trie)
 DENSE_SPAN = 32

@@ -33,11 +33,14 @@ def streams(draw):
     return arity, tuple(columns), ticks
 
 
-@pytest.fixture(params=["default", "tight", "dense"])
+@pytest.fixture(params=["default", "tight", "dense", "merged", "two parts"])
 def growth(request, monkeypatch):
     """Tries with room to spare (default); tries that grow by exactly what they need, so
-    nearly every commit grows or compacts one (tight); and tries whose level 0 is dense
-    from a handful of values (dense)."""
+    nearly every commit grows or compacts one (tight); tries whose level 0 is dense
+    from a handful of values (dense); ``curr`` always merged into one trie, or always
+    read as the trie plus the staged change."""
+    if request.param in ("merged", "two parts"):
+        monkeypatch.setattr(config, "CURR_MERGE_FRACTION", 0.0 if request.param == "merged" else float("inf"))
     if request.param == "tight":
         monkeypatch.setattr(config, "SLACK", 0)
         monkeypatch.setattr(config, "GROWTH", 1.0)
@@ -59,6 +62,8 @@ def test_views_of_every_tick_equal_the_integral(growth, s):
         assert idx.view("prev").to_zset().to_dict() == permuted(integral, columns)
         assert idx.view("delta").to_zset().to_dict() == permuted(delta, columns)
         assert idx.view("curr").to_zset().to_dict() == permuted(ref.zadd(integral, delta), columns)
+        if growth in ("merged", "two parts") and delta and integral:
+            assert len(idx.view("curr").tries()) == (1 if growth == "merged" else 2)
         if commit:
             idx.commit()
             integral = ref.zadd(integral, delta)

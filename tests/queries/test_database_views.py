@@ -64,12 +64,13 @@ def to_nodes(name, rows, node):
 
 
 @settings(deadline=None)
-@given(snapshots, st.lists(st.sampled_from(["never", "always", "auto"]), min_size=5, max_size=5))
+@given(snapshots, st.lists(st.tuples(st.sampled_from(["never", "always", "auto"]), st.sampled_from([None, True, False])),
+                           min_size=5, max_size=5))
 def test_views_equal_q_and_oracle_after_every_transaction(stream, routes):
     db, eid, views = setup()
     node = {e: i for i, e in eid.items()}
     edges, color = frozenset(), {}
-    for (new_edges, new_color), how in zip(stream, routes):
+    for (new_edges, new_color), (how, merged) in zip(stream, routes):
         tx = [[":db/add", eid[a], ":edge", eid[b]] for a, b in new_edges - edges]
         tx += [[":db/retract", eid[a], ":edge", eid[b]] for a, b in edges - new_edges]
         tx += [[":db/add", eid[a], ":color", c] for a, c in new_color.items()
@@ -77,7 +78,7 @@ def test_views_equal_q_and_oracle_after_every_transaction(stream, routes):
         tx += [[":db/retract", eid[a], ":color", c] for a, c in color.items()
                if a not in new_color]
         before = {n: v.result() for n, v in views.items()}
-        with route(how):
+        with route(how, merged):
             report = db.transact(tx)
         edges, color = new_edges, dict(new_color)
         for name, v in views.items():

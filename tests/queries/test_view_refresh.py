@@ -24,14 +24,18 @@ N = 12
 
 
 @contextmanager
-def route(how: str):
-    """Run the block with ``config.VIEW_REFRESH`` set to ``how``."""
-    saved = config.VIEW_REFRESH
+def route(how: str, merged: bool | None = None):
+    """Run the block with ``config.VIEW_REFRESH`` set to ``how``; ``merged`` True or False:
+    every index's ``curr`` read as one merged trie, or as the trie plus the staged change
+    (``config.CURR_MERGE_FRACTION``; None leaves the default, by the change's size)."""
+    saved = config.VIEW_REFRESH, config.CURR_MERGE_FRACTION
     config.VIEW_REFRESH = how
+    if merged is not None:
+        config.CURR_MERGE_FRACTION = 0.0 if merged else float("inf")
     try:
         yield
     finally:
-        config.VIEW_REFRESH = saved
+        config.VIEW_REFRESH, config.CURR_MERGE_FRACTION = saved
 
 
 def setup(chain=range(1, N)):
