@@ -207,9 +207,9 @@ class CompiledView:
         read = self._rows_read("prev")
         try:
             if not self.volatile and not self.refresh.wanted(changed, read):
+                t0 = time.perf_counter()  # a step after a refresh pays for rebuilding the state
                 if self.stale:
                     self._rebuild()
-                t0 = time.perf_counter()
                 z = self._step(given)
                 self.refresh.stepped(time.perf_counter() - t0, changed, read)
                 return z, undo, False

@@ -17,15 +17,26 @@ larger of their two estimates): an estimate never below the true crossover when 
 costs a fixed part plus a part per changed row. One slow step alone teaches nothing (the
 first step after a view is registered may load its kernels, a busy machine may stall it),
 and each refresh raises the fraction by ``config.REFRESH_RELAX`` (up to the start value).
+
+A first tick timed cold is no estimate: the first view of a process loads its kernels in
+it (a triangle view over 40,000 rows: 28 ms, where ``q`` then takes 3), and the first
+refresh loads those of reading the new state; a view that never refreshes never learns
+better, and every later step looks cheap. So the first ``config.REFRESH_PROBES``
+transactions that change at least ``config.REFRESH_PROBE_FRACTION`` of the rows read
+(and ``config.REFRESH_PROBE_ROWS``) refresh, and the last of them is the estimate; a
+small transaction never pays for that.
 ``config.VIEW_REFRESH`` forces either route (``"always"``, ``"never"``; tests run both
 against the same oracles).
 
 Relies on ``wcoj.config``; used by ``queries.circuits``.
 
 >>> r = Refresh()
->>> r.first_tick(0.010, 1000)          # a first tick: 10 ms over 1,000 rows
->>> r.wanted(10, 1000), r.wanted(1000, 1000)
-(False, True)
+>>> r.first_tick(0.200, 1000)          # registration, loading kernels: 200 ms
+>>> r.wanted(10, 1000), r.wanted(1000, 10_000), r.wanted(1000, 100_000)
+(False, True, False)
+>>> r.first_tick(0.050, 1000); r.first_tick(0.010, 1000)   # two refreshes, the last warm
+>>> r.wanted(10, 1000), r.wanted(1000, 10_000), r.wanted(1000, 1000)
+(False, False, True)
 >>> r.stepped(0.040, 100, 1000)        # 100 changed rows took 40 ms: 4x the first tick
 >>> r.fraction                         # once is not enough
 1.0
@@ -68,6 +79,9 @@ class Refresh:
             raise InputError(f"config.VIEW_REFRESH is {mode!r}; expected one of {', '.join(_MODES)}")
         if mode != "auto":
             return mode == "always"
+        if self.refreshes < config.REFRESH_PROBES and \
+                changed >= max(config.REFRESH_PROBE_ROWS, config.REFRESH_PROBE_FRACTION * read):
+            return True  # time a refresh: the registration's first tick may have loaded kernels
         return changed >= self.fraction * max(read, 1)
 
     def first_tick(self, seconds: float, rows: int) -> None:
