@@ -287,6 +287,8 @@ class TrieView:
             vals.append(values)
         if not rows:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        if len(rows) == 1:  # one trie: each prefix's values are its children, sorted and unique
+            return rows[0], np.ascontiguousarray(vals[0])
         z = ZSet.from_arrays(np.stack([np.concatenate(rows), np.concatenate(vals)], axis=1))
         return np.ascontiguousarray(z.keys[:, 0]), np.ascontiguousarray(z.keys[:, 1])
 

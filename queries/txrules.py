@@ -45,6 +45,7 @@ import numpy.typing as npt
 from indexes.eav import EavStore
 from queries.edn import Keyword
 from wcoj.errors import SchemaError, shown
+from wcoj.rows import row_order
 
 __all__ = ["apply_rules", "owners"]
 
@@ -199,7 +200,7 @@ def _last_wins(rows: I64, added: np.ndarray) -> tuple[I64, np.ndarray]:
     ``(aid, e, v)``."""
     if len(rows) < 2:
         return rows, added
-    order = np.lexsort((rows[:, 2], rows[:, 0], rows[:, 1]))   # stable: equal rows keep order
+    order = row_order(np.ascontiguousarray(rows[:, [1, 0, 2]]))   # stable: equal rows keep order
     rows, added = rows[order], added[order]
     last = np.ones(len(rows), dtype=bool)
     last[:-1] = (rows[1:] != rows[:-1]).any(axis=1)
@@ -207,7 +208,7 @@ def _last_wins(rows: I64, added: np.ndarray) -> tuple[I64, np.ndarray]:
 
 
 def _by_datom(rows: I64) -> I64:
-    return rows[np.lexsort((rows[:, 2], rows[:, 1], rows[:, 0]))] if len(rows) > 1 else rows
+    return rows[row_order(np.ascontiguousarray(rows))] if len(rows) > 1 else rows
 
 
 def _replaced(store: EavStore, ident: str, want: I64, view: Any) -> I64:
