@@ -231,19 +231,26 @@ class EavStore:
         """Stage a tick in ``tx``: rows ``(e, aid, v, tx)`` to add and live rows to retract.
 
         The caller guarantees set semantics (adds are new, retracts are live); every
-        attribute's relation and the ``datoms`` relation get their delta.
+        attribute's relation and the ``datoms`` relation get their delta. Every weight
+        is a sum of +1 and -1 rows, one per transaction, so none can approach int64's
+        bounds: the relations skip their overflow check (a lookup of every changed row).
         """
         adds = np.asarray(adds, dtype=np.int64).reshape(-1, 4)
         retracts = np.asarray(retracts, dtype=np.int64).reshape(-1, 4)
         rows = np.concatenate([adds, retracts])
         weights = np.concatenate([np.ones(len(adds), np.int64), -np.ones(len(retracts), np.int64)])
-        tx.stage(self.datoms, ZSet.from_arrays(rows, weights, arity=4))
+        # adds and retracts each come sorted from the transaction rules (most often): two
+        # linear checks and a merge, where one sort of all rows may not pack (a tx id and
+        # an interned instant in the columns of entity ids) and falls back to lexsort
+        delta = ZSet.from_arrays(adds, weights[:len(adds)], arity=4).plus(
+            ZSet.from_arrays(retracts, weights[len(adds):], arity=4))
+        tx.stage(self.datoms, delta, bounded=True)
         by_aid = {self.aid(a): a for a in list(self.attributes) + list(self._staged_attrs)}
         self.changed = set()
         for aid in np.unique(rows[:, 1]).tolist():
             ident = by_aid[aid]
             m = rows[:, 1] == aid
-            tx.stage(self.relation(ident), ZSet.from_arrays(rows[m][:, [0, 2]], weights[m], arity=2))
+            tx.stage(self.relation(ident), ZSet.from_arrays(rows[m][:, [0, 2]], weights[m], arity=2), bounded=True)
             self.changed.add(ident)
 
     def committed(self) -> None:

@@ -205,11 +205,13 @@ class Relation:
             raise ArityMismatchError(f"relation {self.name}", self.arity, z.arity,
                                      f"relation {self.name} has {self.arity} columns, the change has {z.arity}")
 
-    def stage(self, delta: ZSet) -> None:
+    def stage(self, delta: ZSet, bounded: bool = False) -> None:
         """Stage a tick's change on every index. A change whose weights would not fit in
-        int64 once added is refused before anything is staged."""
+        int64 once added is refused before anything is staged, unless ``bounded``: the
+        caller knows every weight stays small (a set changed by +1/-1 per row: the
+        check reads each changed row's weight in the trie)."""
         self._check(delta)
-        if len(delta):
+        if len(delta) and not bounded:
             now = self.natural.trie.weights(delta.keys)
             total = now + delta.weights
             bad = np.flatnonzero(((now ^ total) & (delta.weights ^ total)) < 0)

@@ -148,11 +148,12 @@ class Transaction:
         if exc is not None and as_interrupt(exc) is not exc:
             raise KeyboardInterrupt from None  # Ctrl-C met inside a kernel: say so
 
-    def stage(self, relation: Relation, delta: ZSet) -> None:
-        """Stage ``delta`` on every index of ``relation`` (a failure stages nothing)."""
+    def stage(self, relation: Relation, delta: ZSet, bounded: bool = False) -> None:
+        """Stage ``delta`` on every index of ``relation`` (a failure stages nothing);
+        ``bounded`` as in ``Relation.stage``."""
         if relation not in self.staged:
             self.staged.append(relation)  # first: an interrupt inside stage is rolled back too
-        relation.stage(delta)
+        relation.stage(delta, bounded)
 
     def commit(self, then=None) -> None:
         """Apply every staged change in place, then call ``then()``; Ctrl-C waits."""
