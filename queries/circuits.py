@@ -37,7 +37,6 @@ Relies on ``wcoj`` (circuit, operators, generic join), ``queries.bind`` and
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -55,7 +54,7 @@ from queries.clauses import (
     rule_deps,
 )
 from queries.functions import DB_FUNCTIONS, FUNCTIONS, call
-from queries.refresh import Refresh
+from queries.refresh import Refresh, stopwatch
 from queries.rewrite import rewrite
 from queries.fulltext import FullText
 from queries.subquery import Subquery
@@ -151,10 +150,10 @@ class CompiledView:
         transaction's staged changes); the view's initial rows (``keep=False``: the
         circuit keeps no state, ``Circuit.step``)."""
         self.initial, self.over = True, over
-        t0 = time.perf_counter()
+        elapsed = stopwatch()
         try:
             z = self._step(self._first_inputs(), keep)
-            self.refresh.first_tick(time.perf_counter() - t0, self._rows_read(over))
+            self.refresh.first_tick(elapsed(), self._rows_read(over))
             return z
         finally:
             self.initial, self.over = False, "prev"
@@ -207,11 +206,11 @@ class CompiledView:
         read = self._rows_read("prev")
         try:
             if not self.volatile and not self.refresh.wanted(changed, read):
-                t0 = time.perf_counter()  # a step after a refresh pays for rebuilding the state
+                elapsed = stopwatch()  # a step after a refresh pays for rebuilding the state
                 if self.stale:
                     self._rebuild()
                 z = self._step(given)
-                self.refresh.stepped(time.perf_counter() - t0, changed, read)
+                self.refresh.stepped(elapsed(), changed, read)
                 return z, undo, False
             self.root._state, self.root.time = None, 0
             z = self.start("curr", keep=False)

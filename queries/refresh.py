@@ -18,25 +18,20 @@ costs a fixed part plus a part per changed row. One slow step alone teaches noth
 first step after a view is registered may load its kernels, a busy machine may stall it),
 and each refresh raises the fraction by ``config.REFRESH_RELAX`` (up to the start value).
 
-A first tick timed cold is no estimate: the first view of a process loads its kernels in
-it (a triangle view over 40,000 rows: 28 ms, where ``q`` then takes 3), and the first
-refresh loads those of reading the new state; a view that never refreshes never learns
-better, and every later step looks cheap. So the first ``config.REFRESH_PROBES``
-transactions that change at least ``config.REFRESH_PROBE_FRACTION`` of the rows read
-(and ``config.REFRESH_PROBE_ROWS``) refresh, and the last of them is the estimate; a
-small transaction never pays for that.
+Every time learned from is a ``stopwatch``'s: wall time less the time spent compiling
+kernels or loading them from Numba's cache. The first view of a process loads its
+kernels in its first tick (a triangle view over 40,000 rows: 57 ms, 52 of them loading),
+and its first step loads others; timed whole, every later step looked cheap against
+that first tick and the view never learned to refresh.
 ``config.VIEW_REFRESH`` forces either route (``"always"``, ``"never"``; tests run both
 against the same oracles).
 
 Relies on ``wcoj.config``; used by ``queries.circuits``.
 
 >>> r = Refresh()
->>> r.first_tick(0.200, 1000)          # registration, loading kernels: 200 ms
->>> r.wanted(10, 1000), r.wanted(1000, 10_000), r.wanted(1000, 100_000)
-(False, True, False)
->>> r.first_tick(0.050, 1000); r.first_tick(0.010, 1000)   # two refreshes, the last warm
->>> r.wanted(10, 1000), r.wanted(1000, 10_000), r.wanted(1000, 1000)
-(False, False, True)
+>>> r.first_tick(0.010, 1000)          # a first tick: 10 ms over 1,000 rows
+>>> r.wanted(10, 1000), r.wanted(1000, 1000)
+(False, True)
 >>> r.stepped(0.040, 100, 1000)        # 100 changed rows took 40 ms: 4x the first tick
 >>> r.fraction                         # once is not enough
 1.0
@@ -47,10 +42,25 @@ Relies on ``wcoj.config``; used by ``queries.circuits``.
 
 from __future__ import annotations
 
-from wcoj import config
+import time
+from collections.abc import Callable
+
+from wcoj import config, kernel_load_seconds
 from wcoj.errors import InputError
 
-__all__ = ["Refresh"]
+__all__ = ["Refresh", "stopwatch"]
+
+
+def stopwatch() -> Callable[[], float]:
+    """Start timing; the function returned gives the seconds since, less those spent
+    compiling or loading kernels meanwhile (a first call's, which the next run won't pay).
+
+    >>> elapsed = stopwatch()
+    >>> 0 <= elapsed() < 60
+    True
+    """
+    t0, l0 = time.perf_counter(), kernel_load_seconds()
+    return lambda: max(0.0, time.perf_counter() - t0 - (kernel_load_seconds() - l0))
 
 _MODES = ("auto", "always", "never")
 
@@ -79,9 +89,6 @@ class Refresh:
             raise InputError(f"config.VIEW_REFRESH is {mode!r}; expected one of {', '.join(_MODES)}")
         if mode != "auto":
             return mode == "always"
-        if self.refreshes < config.REFRESH_PROBES and \
-                changed >= max(config.REFRESH_PROBE_ROWS, config.REFRESH_PROBE_FRACTION * read):
-            return True  # time a refresh: the registration's first tick may have loaded kernels
         return changed >= self.fraction * max(read, 1)
 
     def first_tick(self, seconds: float, rows: int) -> None:

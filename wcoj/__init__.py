@@ -27,6 +27,7 @@ from wcoj.circuit import Circuit, Operator, Schema, Stream
 from wcoj.generic_join import Atom, IncrementalGenericJoin
 from wcoj.multiway import MultiwayJoin
 from wcoj.heap import retain_by_default as _retain_by_default
+from wcoj.kernels.memory import load_seconds as kernel_load_seconds
 
 _retain_by_default()  # large arrays reuse freed memory (wcoj.heap; WCOJ_RETAIN_HEAP=0: off)
 
@@ -54,4 +55,5 @@ __all__ = [
     "ArityMismatchError",
     "WeightOverflowError",
     "PerformanceWarning",
+    "kernel_load_seconds",
 ]

@@ -21,7 +21,6 @@ import os
 __all__ = ["SLICE_ROWS", "THREADS", "SHARES_PER_THREAD", "DELTA_SHARE_ROWS", "COUNT_SHARE_ROWS", "MARK_SPAN",
            "CHANGE_ROWS", "DENSE_SPAN", "DENSE_MIN", "GROWTH", "SLACK", "RECURSION_LIMIT",
            "VIEW_REFRESH", "REFRESH_FRACTION", "REFRESH_MIN_FRACTION", "REFRESH_RELAX",
-           "REFRESH_PROBES", "REFRESH_PROBE_FRACTION", "REFRESH_PROBE_ROWS",
            "RADIX_MIN_ROWS", "RADIX_MAX_BITS", "DENSE_SUM_SLOTS", "DENSE_SUM_MAX_BITS", "TRACE_RUNS",
            "TRACE_MERGE_RATIO", "CURR_MERGE_FRACTION"]
 
@@ -134,18 +133,6 @@ state: ``"auto"`` (by the share of the rows it reads that the transaction change
 REFRESH_FRACTION = 1.0
 """A transaction changing at least this share of the rows a view reads re-runs the view's
 first tick, until the view learns a lower share (``queries.refresh``)."""
-
-REFRESH_PROBES = 2
-"""A view's first this many transactions that change at least ``REFRESH_PROBE_FRACTION``
-of the rows it reads (and ``REFRESH_PROBE_ROWS``) refresh, to time a refresh warm: the
-first tick at registration, and the first refresh, may load kernels, and a view that
-never refreshes never learns what one costs."""
-
-REFRESH_PROBE_FRACTION = 0.1
-"""... the share of the rows read that such a transaction changes ..."""
-
-REFRESH_PROBE_ROWS = 1000
-"""... and the rows: a small transaction never pays for a refresh to time one."""
 
 REFRESH_MIN_FRACTION = 0.01
 """The lowest share a view learns: below it a step is cheap however slow one was timed."""

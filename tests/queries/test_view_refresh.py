@@ -93,23 +93,22 @@ def test_a_small_transaction_steps():
     check(db, eid, views)
 
 
-def test_the_first_large_transactions_time_a_refresh(monkeypatch):
-    """The first tick at registration may load kernels (a triangle view's took 28 ms where
-    q then takes 3), and so may the first refresh: a view would never learn that a refresh
-    pays. The first REFRESH_PROBES transactions changing at least REFRESH_PROBE_FRACTION
-    of what it reads (and REFRESH_PROBE_ROWS) refresh to time one; smaller ones, and later
-    ones until a step is timed slow, step."""
-    monkeypatch.setattr(config, "REFRESH_PROBE_ROWS", 3)
-    monkeypatch.setattr(config, "REFRESH_PROBES", 2)
-    db, eid, views = setup(range(1, N - 4))   # 7 parent rows; persons 8 to 11 have none
-    counts = lambda: {n: (v.circuit.refresh.steps, v.circuit.refresh.refreshes) for n, v in views.items()}
-    db.transact([[":db/add", eid[N - 4], ":parent", eid[N - 5]]])                # 1 row: steps
-    assert counts() == {"anc": (1, 0), "count": (1, 0)}
-    for i, (e, old) in enumerate([(N - 3, 2), (N - 2, 3), (N - 1, 4)]):          # 3 rows each
-        db.transact([[":db/add", eid[e], ":parent", eid[e - 1]], [":db/retract", eid[old], ":parent", eid[old - 1]],
-                     [":db/add", eid[old], ":parent", eid[0]]])
-        assert counts() == ({"anc": (1, i + 1), "count": (1, i + 1)} if i < 2 else {"anc": (2, 2), "count": (2, 2)})
-        check(db, eid, views)
+def test_times_learned_from_leave_out_loading_kernels(monkeypatch):
+    """The first view of a process loads its kernels in its first tick (a triangle view
+    over 40,000 rows: 52 of 57 ms); timed whole, every later step looked cheap and the
+    view never refreshed. A stopwatch leaves that time out."""
+    import time
+
+    from queries import refresh
+    loading = iter([1.0, 1.2])  # 0.2 s of loading kernels between start and read
+    monkeypatch.setattr(refresh, "kernel_load_seconds", lambda: next(loading))
+    elapsed = refresh.stopwatch()
+    time.sleep(0.25)
+    seconds = elapsed()
+    assert 0.02 < seconds < 0.2
+    monkeypatch.undo()
+    db, eid, views = setup()   # with the real clock: a time per view, never negative
+    assert all(v.circuit.refresh.first_seconds >= 0 for v in views.values())
 
 
 @pytest.mark.parametrize("order", [("always", "never", "never", "auto"), ("never", "always", "always", "never")])

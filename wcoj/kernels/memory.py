@@ -76,6 +76,26 @@ class _Kernel(CPUDispatcher):
         return super().get_call_template(tuple(types.unliteral(a) for a in args),
                                          {k: types.unliteral(v) for k, v in kws.items()})
 
+    def _compile_for_args(self, *args, **kws):
+        # a first call from Python with new argument types: compiles, or loads Numba's disk
+        # cache (the kernels it calls included); timed for ``load_seconds``
+        t0 = time.perf_counter()
+        try:
+            return super()._compile_for_args(*args, **kws)
+        finally:
+            _LOADING[0] += time.perf_counter() - t0
+
+
+_LOADING = [0.0]
+
+
+def load_seconds() -> float:
+    """Seconds this process has spent compiling kernels or loading them from Numba's
+    cache (their first calls with each set of argument types). Work timed to learn from
+    (``queries.refresh``) subtracts what a first call added: a cold first tick is not what
+    the next one will cost."""
+    return _LOADING[0]
+
 
 class _RowKernel(_Kernel):
     """A ``_Kernel`` compiled without an entry point from Python (Numba's

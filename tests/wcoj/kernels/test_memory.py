@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from numba import config
 
-from wcoj.kernels.memory import _Kernel, grown, kernel, load, store
+from wcoj.kernels.memory import _Kernel, grown, kernel, load, load_seconds, store
 
 
 def _add(a, b):
@@ -30,6 +30,23 @@ def test_a_constant_argument_compiles_no_version_of_its_own():
         assert len(_add.signatures) == 1
     finally:
         _add = plain
+
+
+def _twice(x):
+    return 2 * x
+
+
+@pytest.mark.skipif(config.DISABLE_JIT, reason="nothing is compiled with the JIT off")
+def test_a_first_call_counts_its_compile_in_load_seconds_a_second_does_not():
+    # views learn from times less this (queries.refresh.stopwatch): a cold first tick
+    # is not what the next one costs. No disk cache here: the first call compiles.
+    k = _Kernel(py_func=_twice, locals={}, targetoptions={"nopython": True})
+    before = load_seconds()
+    assert k(np.int64(3)) == 6
+    spent = load_seconds() - before
+    assert spent > 0.001   # typing and compiling a function takes milliseconds at least
+    assert k(np.int64(4)) == 8 and load_seconds() - before == spent
+    assert k(2.5) == 5.0 and load_seconds() - before > spent   # a new type compiles again
 
 
 @kernel
