@@ -71,6 +71,11 @@ def _is_sym(x: Any, prefix: str = "") -> bool:
     return isinstance(x, Symbol) and x.startswith(prefix)
 
 
+def _is_pattern_name(x: Any) -> bool:
+    """A plain symbol (``pattern``): Datomic's name for a pull pattern given in ``:in``."""
+    return isinstance(x, Symbol) and x[:1] not in ("?", "$", "%", "_", ".", "*") and x != "..."
+
+
 def _fail(message: str) -> QueryError:
     return QueryError(message)
 
@@ -234,7 +239,8 @@ def _find_elem(x: Any, registry: Any = None) -> Any:
             if len(args) != 2:
                 raise _arity(_edn(x), 2, len(args), f"pull takes a variable and a pattern, "
                              f"got {len(args)} arguments in {_show(x)}")
-            pattern = Var(str(args[1])) if _is_sym(args[1], "?") else _pull(args[1])
+            pattern = Var(str(args[1])) if _is_sym(args[1], "?") or _is_pattern_name(args[1]) \
+                else _pull(args[1])
             return FindPull(_var(args[0], x), pattern, src)
         if name not in AGGREGATES and registry is not None and name in registry.aggregates:
             if not 1 <= len(args) <= 2 or (len(args) == 2 and _is_sym(args[0], "?")):
@@ -475,6 +481,8 @@ def _input(x: Any) -> Any:
         return SrcVar(str(x))
     if x == "%" and isinstance(x, Symbol):
         return RulesVar()
+    if _is_pattern_name(x):  # :in $ pattern ... (pull ?e pattern), as in Datomic
+        return BindScalar(Var(str(x)))
     return _binding(x, Symbol(":in"))
 
 
@@ -497,6 +505,11 @@ def _check_query(q: Query) -> None:
     if missing:
         raise UnboundVariableError(f":find {_show(q.find)}", _names(missing),
                                    "it appears nowhere in :where or :in")
+    patterns = {e.pattern for e in q.find.elements if isinstance(e, FindPull) and isinstance(e.pattern, Var)}
+    for i in q.inputs:
+        if isinstance(i, BindScalar) and not i.var.name.startswith("?") and i.var not in patterns:
+            raise _fail(f":in names {i.var.name}, a plain symbol: that names a pull pattern, "
+                        f"which :find must use as (pull ?e {i.var.name}); a variable starts with ?")
     missing = frozenset(q.with_vars) - bound
     if missing:
         raise UnboundVariableError(f":with {_show_all(q.with_vars)}", _names(missing),

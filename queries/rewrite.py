@@ -13,7 +13,10 @@ may change):
 * a lookup ref ``[:name "x"]`` as a pattern constant is one more pattern
   ``[?lr :name "x"]`` joined on a fresh variable;
 * a pattern that names no variable (``[1 :a 2]``, ``[_ :a 2]``) gets a fresh variable in
-  its first free position, so every clause binds one.
+  its first free position, so every clause binds one;
+* on a database that is not a history, every datom is an assertion, as in Datomic: a
+  pattern's fifth term ``?added`` is ``[(ground true) ?added]``, ``true`` or ``_`` match
+  every datom, ``false`` none.
 
 ``not`` with local variables becomes the ``not-join`` on the variables bound outside it
 (``queries.clauses.local_nots``).
@@ -32,7 +35,7 @@ import itertools
 from typing import Any
 
 from queries.ast import (
-    And, BindScalar, BindTuple, Blank, Const, FnCall, Not, NotJoin, Or, OrJoin, Pattern,
+    And, BindColl, BindScalar, BindTuple, Blank, Const, FnCall, Not, NotJoin, Or, OrJoin, Pattern,
     Predicate, SrcVar, Var,
 )
 from queries.edn import Keyword
@@ -89,6 +92,15 @@ def _pattern(p: Pattern, store: Any) -> list:
         return [p]
     terms = list(p.terms)
     extra: list = []
+    if len(terms) == 5 and store is not None and not getattr(store, "history", False):
+        added = terms.pop()  # the current database's datoms are all assertions
+        if isinstance(added, Var):
+            extra.append(FnCall("ground", (Const(True),), BindScalar(added)))
+        elif isinstance(added, Const) and added.value is not True:
+            if added.value is not False:
+                raise QueryError(f"pattern {p}: its fifth term, the operation, is true or false, "
+                                 f"not {added.value!r}")
+            extra.append(FnCall("ground", (Const(()),), BindColl(_var("none"))))  # no datom
     attr = str(terms[1].value) if len(terms) > 1 and isinstance(terms[1], Const) else None
     ref_value = (attr is not None and store is not None and store.has_attribute(attr)
                  and store.attribute(attr).value_type == "ref")

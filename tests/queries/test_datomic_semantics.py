@@ -466,3 +466,42 @@ def test_a_schema_file_transacted_twice_changes_nothing():
     before = {a: d.store.attribute(a) for a in (":a", ":b", ":ab", ":tt")}
     d.transact(schema)
     assert {a: d.store.attribute(a) for a in before} == before
+
+
+def test_the_operation_term_of_a_pattern_on_a_current_database_is_true():
+    """Datomic's datoms carry their operation; on a database that is not a history every
+    datom is an assertion, so a pattern's fifth term binds true (it used to be refused,
+    "only a history database has it"). A history database keeps both operations."""
+    d = Database()
+    d.transact('[{:db/ident :name :db/valueType :db.type/string}]')
+    e = d.transact('[{:db/id "a" :name "Ann"} {:db/id "b" :name "Bob"}]').tempids
+    d.transact([[":db/retract", e["b"], ":name", "Bob"]])
+    q = '[:find ?n ?added :where [?e :name ?n ?tx ?added]]'
+    assert d.q(q) == {("Ann", True)}
+    assert d.q('[:find ?n :where [?e :name ?n _ true]]') == {("Ann",)}
+    assert d.q('[:find ?n :where [?e :name ?n _ false]]') == set()
+    assert d.q('[:find ?n :where [?e :name ?n _ ?a] [(false? ?a)]]') == set()
+    assert d.history().q(q) == {("Ann", True), ("Bob", True), ("Bob", False)}
+    view = d.view(q)
+    d.transact('[{:db/id "c" :name "Cy"}]')
+    assert view.result() == d.q(q) == {("Ann", True), ("Cy", True)}
+    with pytest.raises(QueryError, match="fifth term, the operation, is true or false, not 3"):
+        d.q('[:find ?n :where [?e :name ?n _ 3]]')
+
+
+def test_a_pull_pattern_input_is_named_by_a_plain_symbol_as_in_datomic():
+    """Datomic's grammar names a pull pattern given in :in with a plain symbol
+    (``:in $ pattern`` ... ``(pull ?e pattern)``); it used to be read as a pattern literal
+    and refused. ``?pattern`` keeps working; a plain symbol that no pull uses is an error."""
+    d = Database()
+    d.transact('[{:db/ident :name :db/valueType :db.type/string} {:db/ident :age :db/valueType :db.type/long}]')
+    d.transact('[{:name "Ann" :age 30}]')
+    want = [({Keyword(":name"): "Ann", Keyword(":age"): 30},)]
+    for q in ('[:find (pull ?e pattern) :in $ pattern :where [?e :name "Ann"]]',
+              '[:find (pull ?e ?pattern) :in $ ?pattern :where [?e :name "Ann"]]'):
+        assert d.q(q, "[:name :age]") == want
+    view = d.view('[:find (pull ?e pattern) :in $ pattern :where [?e :name _]]', "[:name]")
+    d.transact('[{:name "Bob"}]')
+    assert sorted(view.result(), key=str) == [({Keyword(":name"): "Ann"},), ({Keyword(":name"): "Bob"},)]
+    with pytest.raises(QueryError, match="plain symbol: that names a pull pattern"):
+        d.q('[:find ?e :in $ pattern :where [?e :name "Ann"]]', "[:name]")

@@ -100,15 +100,16 @@ def test_tx_instant_is_queryable_and_as_of_takes_a_datetime():
     assert [t for t, _, _ in db.transactions()] == list(range(1, len(ids) + 2))
 
 
-def test_database_values_are_read_only_and_added_needs_history():
+def test_database_values_are_read_only_and_added_is_true_outside_a_history():
     db, ids = replay(random_txs(4, n_tx=2))
     for value in (db.as_of(ids[0]), db.since(0), db.history()):
         with pytest.raises(ReadOnlyError, match="read-only"):
             value.transact([[":db/add", 1, ":p/n", 9]])
         with pytest.raises(ReadOnlyError):
             value.view(ALL)
-    with pytest.raises(QueryError, match="only a history database"):
-        db.q('[:find ?e :where [?e :p/n _ _ true]]')
+    # every datom of a database that is not a history is an assertion, as in Datomic
+    assert db.q('[:find ?e :where [?e :p/n _ _ true]]') == db.q('[:find ?e :where [?e :p/n]]')
+    assert db.q('[:find ?e :where [?e :p/n _ _ false]]') == set()
     with pytest.raises(QueryError, match="point in time"):
         db.as_of("yesterday")
 
