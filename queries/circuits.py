@@ -524,7 +524,13 @@ class CompiledView:
     def _rule_union(self, name: str, c: Circuit, env: dict[str, Rel]) -> Rel:
         parts = []
         for r in self.rules[name]:
-            body = self.conj(local_nots(rewrite(r.body, self.store), ()), None, c, env)
+            # a rule body is a scope of its own: the query's scalar inputs (``self.consts``)
+            # are not its variables, even where the names agree (an input ?x and a rule's ?x)
+            outer, self.consts = self.consts, {}
+            try:
+                body = self.conj(local_nots(rewrite(r.body, self.store), ()), None, c, env)
+            finally:
+                self.consts = outer
             params = [v.name for v in r.params]
             got = body.vars if body is not None else ()
             missing = [v for v in params if v not in got]

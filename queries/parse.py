@@ -368,6 +368,26 @@ def _check_scope(clauses: tuple[Any, ...], outer: frozenset[Var]) -> None:
                              frozenset(c.required) | (free_vars(c) & others))
 
 
+def _check_required(clauses: tuple[Any, ...], outer: frozenset, required: dict[str, int]) -> None:
+    """A rule's required variables (``[?a]`` in its head: its first ``required[name]``
+    arguments) must be bound where it is called, by another clause or by ``:in``, as in
+    Datomic (there, by a clause before it), recursively through not, or and and."""
+    bound = [bound_vars(c) for c in clauses]
+    for i, c in enumerate(clauses):
+        others = outer | _union(bound[:i] + bound[i + 1:])
+        if isinstance(c, RuleCall):
+            missing = frozenset(a for a in c.args[:required.get(c.name, 0)] if isinstance(a, Var)) - others
+            if missing:
+                raise UnboundVariableError(c, _names(missing), f"rule {c.name} requires them bound "
+                                           "(they are in [...] in its head): bind them with "
+                                           "another clause or pass them in :in")
+        elif isinstance(c, (Not, NotJoin, And)):
+            _check_required(c.clauses, others, required)
+        elif isinstance(c, (Or, OrJoin)):
+            for b in c.clauses:
+                _check_required(b.clauses if isinstance(b, And) else (b,), others, required)
+
+
 def _calls(clauses: Iterable[Any]) -> Iterable[RuleCall]:
     for c in clauses:
         if isinstance(c, RuleCall):
@@ -396,8 +416,12 @@ def check_rules(clauses: Query | Iterable[Any], rules: Iterable[Rule]) -> None:
     wcoj.errors.ArityMismatchError: rule edge defined with 2 arguments, called with 3 in (edge ?x ?y ?z)
     """
     arity: dict[str, int] = {}
+    required: dict[str, int] = {}
     for r in rules:
         arity.setdefault(r.name, len(r.params))
+        required.setdefault(r.name, len(r.required))
+    if isinstance(clauses, Query):
+        _check_required(clauses.where, _union(free_vars(i) for i in clauses.inputs), required)
     for call in _calls(clauses.where if isinstance(clauses, Query) else clauses):
         if call.name not in arity:
             known = ", ".join(sorted(arity)) or "none"

@@ -12,7 +12,7 @@ import pytest
 
 from queries.database import Database
 from queries.edn import Keyword, Symbol
-from wcoj.errors import QueryError, SchemaError, UnknownAttributeError
+from wcoj.errors import QueryError, SchemaError, UnboundVariableError, UnknownAttributeError
 
 
 @pytest.fixture
@@ -505,3 +505,42 @@ def test_a_pull_pattern_input_is_named_by_a_plain_symbol_as_in_datomic():
     assert sorted(view.result(), key=str) == [({Keyword(":name"): "Ann"},), ({Keyword(":name"): "Bob"},)]
     with pytest.raises(QueryError, match="plain symbol: that names a pull pattern"):
         d.q('[:find ?e :in $ pattern :where [?e :name "Ann"]]', "[:name]")
+
+
+@pytest.mark.parametrize("name", ["?x", "?p", "?y", "?b"])
+def test_a_scalar_input_is_not_a_variable_of_the_rules_it_is_passed_to(name):
+    """A scalar input was substituted into every clause named by its variable, the rule
+    bodies' own included: with an input ?x and a rule whose body also says ?x, the body
+    matched only the input's value (an empty answer here). A rule body is its own scope."""
+    from tests.queries.datalog_evaluator import oracle_q
+    d = Database()
+    d.transact('[{:db/ident :name :db/valueType :db.type/string}'
+               ' {:db/ident :friend :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}]')
+    d.transact('[{:db/id "a" :name "Ann" :friend ["b" "c"]} {:db/id "b" :name "Bob" :friend ["c"]}'
+               ' {:db/id "c" :name "Cy"}]')
+    rules = '[[(f ?a ?b) [?x :name ?a] [?x :friend ?y] [?y :name ?b]]]'
+    q = f'[:find ?n :in $ % {name} :where (f {name} ?n)]'
+    assert d.q(q, rules, "Ann") == oracle_q(d, q, rules, "Ann") == {("Bob",), ("Cy",)}
+    view = d.view(q, rules, "Ann")
+    ann = d.q('[:find ?e . :where [?e :name "Ann"]]')
+    d.transact([{":db/id": "e", ":name": "Eve"}, [":db/add", ann, ":friend", "e"]])
+    assert view.result() == d.q(q, rules, "Ann") == {("Bob",), ("Cy",), ("Eve",)}
+
+
+def test_a_rule_s_required_variables_must_be_bound_where_it_is_called():
+    """``(f [?a] ?b)`` declares ?a required: Datomic refuses a call whose ?a nothing binds
+    (insufficient binding); the rule used to run as if ?a were free."""
+    d = Database()
+    d.transact('[{:db/ident :name :db/valueType :db.type/string}'
+               ' {:db/ident :friend :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}]')
+    d.transact('[{:db/id "a" :name "Ann" :friend ["b"]} {:db/id "b" :name "Bob"}]')
+    rules = '[[(f [?a] ?b) [?p :name ?a] [?p :friend ?q] [?q :name ?b]]]'
+    for q, inputs in (('[:find ?n :in $ % :where (f "Ann" ?n)]', ()),
+                      ('[:find ?n :in $ % ?x :where (f ?x ?n)]', ("Ann",)),
+                      ('[:find ?n :in $ % :where [_ :name ?x] (f ?x ?n)]', ())):
+        assert d.q(q, rules, *inputs) == {("Bob",)}
+    for q in ('[:find ?n :in $ % :where (f ?x ?n)]',
+              '[:find ?n :in $ % :where [_ :name ?n] (not (f ?z ?n))]',
+              '[:find ?n :in $ % :where [_ :name ?n] (or-join [?n] (f ?z ?n) [(= ?n "x")])]'):
+        with pytest.raises(UnboundVariableError, match="rule f requires them bound"):
+            d.q(q, rules)
