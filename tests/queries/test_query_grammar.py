@@ -19,6 +19,10 @@ SCHEMA = ('[{:db/ident :p/name :db/valueType :db.type/string :db/unique :db.uniq
           ' {:db/ident :p/f :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}'
           ' {:db/ident :p/g :db/valueType :db.type/ref}]')
 RULES = '[[(reach ?a ?b) [?a :p/f ?b]] [(reach ?a ?b) [?a :p/f ?c] (reach ?c ?b)]]'
+# the same rule, its body's own variables named as the query's inputs (?x, ?n): a rule
+# body is a scope of its own (an input ?x was once substituted into it)
+RULES_X = ('[[(reach ?a ?b) [?a :p/f ?b]] [(reach ?a ?b) [?a :p/f ?x] [?x :p/name ?n] (reach ?x ?b)]'
+           ' [(fname ?a ?b) [?a :p/f ?x] [?x :p/name ?b]]]')
 ENTS = ["?a", "?b", "?c"]
 
 
@@ -81,9 +85,18 @@ def _query(rng: random.Random) -> tuple[str, tuple]:
         clauses.append(f'(or [{e} :p/age 1] [{e} :p/age 2] [{e} :p/name "N0"])')
     elif r < 0.75 and ents:
         rules = True
-        b = rng.choice(ENTS + ["?d"])
-        clauses.append(f"(reach {rng.choice(ents)} {b})")
-        bound.add(b)
+        if rng.random() < 0.5:
+            b = rng.choice(ENTS + ["?d"])
+            clauses.append(f"(reach {rng.choice(ents)} {b})")
+            bound.add(b)
+        else:  # a rule that is not recursive, whose body says ?x (a scalar input's name)
+            rules = "x"
+            e = rng.choice(ents)
+            clauses.append(f"(fname {e} ?n)")
+            bound.add("?n")
+            if rng.random() < 0.5:
+                clauses.append(f"[{e} :p/age ?x]")
+                bound.add("?x")
     elif r < 0.82 and ents:
         clauses.append(f"[(get-else $ {rng.choice(ents)} :p/age -1) ?k]")
         bound.add("?k")
@@ -98,9 +111,12 @@ def _query(rng: random.Random) -> tuple[str, tuple]:
         find = f"{rng.choice(names)} ({rng.choice(['sum', 'max', 'min', 'count-distinct'])} {rng.choice(values)})"
     else:
         find = " ".join(rng.sample(names, rng.randint(1, len(names))))
-    ins, inputs = ["$"] + ["%"] * rules, [RULES] * rules
+    ins, inputs = ["$"] + ["%"] * bool(rules), [RULES_X if rules == "x" else rng.choice([RULES, RULES_X])] * bool(rules)
     r = rng.random()
-    if r < 0.15 and "?n" in bound:
+    if rules == "x" and "?x" in bound and r < 0.6:
+        ins.append("?x")
+        inputs.append(rng.randint(0, 6))
+    elif r < 0.15 and "?n" in bound:
         ins.append("?n")
         inputs.append(rng.choice(["N1", "N2", "Q"]))
     elif r < 0.3 and "?n" in bound:
