@@ -21,7 +21,9 @@ __all__ = ["I64_MAX", "I64_MIN", "multiply_into", "segment_sum_into", "run_sums_
 
 I64_MAX = np.iinfo(np.int64).max
 I64_MIN = np.iinfo(np.int64).min
-SMALL_ROWS = 256  # wcoj.zset consolidates up to this many rows by insertion sort, one kernel call
+SMALL_ROWS = 512  # wcoj.zset consolidates up to this many rows in one kernel call (sort_small_into:
+# 32 us for 512 rows in random order, where the general route's numpy calls cost 44 us)
+SMALL_RUN = 16  # sort_small_into sorts runs of this many rows by insertion, then merges them
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -200,16 +202,45 @@ def sort_small_into(keys, weights, out_keys, out_w):
     order, drop zero sums) into ``out_keys``/``out_w`` (as many rows as the input).
 
     Returns ``(m, bad)``: rows written, and the input row whose weight made a sum leave
-    int64 (-1 when none). O(n^2) comparisons: for small inputs only.
+    int64 (-1 when none). A stable sort of row indices: insertion sort of runs of
+    ``SMALL_RUN`` rows, then merges of runs (O(n log n) comparisons; insertion sort alone
+    took 122 us for 256 rows in random order, more than the general route's 37 us).
     """
     n = keys.shape[0]
     order = np.empty(n, dtype=np.int64)
-    for i in range(n):  # stable insertion sort of row indices
-        j = i
-        while j > 0 and _cmp(keys, order[j - 1], keys, i) > 0:
-            order[j] = order[j - 1]
-            j -= 1
-        order[j] = i
+    for lo in range(0, n, SMALL_RUN):
+        for i in range(lo, min(lo + SMALL_RUN, n)):  # stable insertion sort of the run
+            j = i
+            while j > lo and _cmp(keys, order[j - 1], keys, i) > 0:
+                order[j] = order[j - 1]
+                j -= 1
+            order[j] = i
+    if n > SMALL_RUN:
+        src, dst = order, np.empty(n, dtype=np.int64)
+        width = SMALL_RUN
+        while width < n:
+            for lo in range(0, n, 2 * width):
+                mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+                a, b, k = lo, mid, lo
+                while a < mid and b < hi:  # the left run first on ties: stable
+                    if _cmp(keys, src[b], keys, src[a]) < 0:
+                        dst[k] = src[b]
+                        b += 1
+                    else:
+                        dst[k] = src[a]
+                        a += 1
+                    k += 1
+                while a < mid:
+                    dst[k] = src[a]
+                    a += 1
+                    k += 1
+                while b < hi:
+                    dst[k] = src[b]
+                    b += 1
+                    k += 1
+            src, dst = dst, src
+            width *= 2
+        order = src
     m, bad = sum_adjacent_into(keys[order], weights[order], out_keys, out_w)
     return m, (order[bad] if bad >= 0 else -1)
 

@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import pytest
 import reference_zset as ref
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from wcoj.kernels import zsets as wk
@@ -137,8 +137,7 @@ def consolidated(rows, ws) -> dict:
     return {r: w for r, w in sorted(out.items()) if w}
 
 
-@given(rows_and_weights())
-def test_sort_small_equals_a_dict_sum(case):
+def _sort_small_equals_a_dict_sum(case):
     k, rows, ws = case
     keys = np.array(rows, np.int64).reshape(len(rows), k)
     out_k, out_w = np.empty_like(keys), np.empty(len(rows), np.int64)
@@ -148,6 +147,29 @@ def test_sort_small_equals_a_dict_sum(case):
     want = consolidated(rows, ws)
     assert got == list(want)                       # sorted, unique, no zero weights
     assert out_w[:m].tolist() == list(want.values())
+
+
+@given(rows_and_weights())
+def test_sort_small_equals_a_dict_sum(case):
+    _sort_small_equals_a_dict_sum(case)
+
+
+@settings(max_examples=40)
+@given(rows_and_weights(max_size=wk.SMALL_ROWS))
+def test_sort_small_merges_its_sorted_runs_into_a_dict_sum(case):
+    # past SMALL_RUN rows the kernel sorts runs by insertion, then merges them
+    _sort_small_equals_a_dict_sum(case)
+
+
+def test_sort_small_keeps_input_order_across_runs():
+    # 40 rows of one key, interleaved with others: the sum is added in input order, so the
+    # row that overflows is the 31st of that key, whichever runs the sort merged
+    n = 80
+    keys = np.array([[1, 1] if i % 2 else [i, 0] for i in range(n)], np.int64)
+    ws = np.array([I64_MAX // 30 if i % 2 else 1 for i in range(n)], np.int64)
+    out_k, out_w = np.empty_like(keys), np.empty(n, np.int64)
+    m, bad = wk.sort_small_into(keys, ws, out_k, out_w)
+    assert bad == 2 * 30 + 1
 
 
 def test_sort_small_names_the_row_that_overflows():
