@@ -139,6 +139,8 @@ def packing_for(arrays: list[I64]) -> Packing | None:
     if not nonempty:
         z = np.zeros(k, dtype=np.int64)
         return Packing(z, z, z)
+    if len(nonempty) == 1:  # the common case: no union (two numpy reductions, ~10 us)
+        return packing_within(*column_bounds(nonempty[0]))
     return packing_within(*union_bounds([column_bounds(a) for a in nonempty]))
 
 
