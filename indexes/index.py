@@ -8,7 +8,8 @@ views (DBSP's names):
 * ``prev``: z^-1 of the integral, the state before this tick (the trie);
 * ``curr``: the state after it, ``prev + delta``: the trie plus the staged change, read
   as two parts; or, when the change is at least ``config.CURR_MERGE_FRACTION`` of the
-  trie's rows, their sum materialised once as one trie laid out as a committed one
+  trie's rows (and both fit in ``config.CURR_MERGE_MAX_ROWS``), their sum materialised
+  once as one trie laid out as a committed one
   (one set part, level 0 dense when its values are: the join lists and counts its last
   level with a byte map and finds its first values by position, as over ``prev``).
 
@@ -128,7 +129,8 @@ class IncrementalIndex:
                 parts = [self.staged] if self.staged is not None else []
             elif kind == "curr":
                 parts = [self.trie.part] + ([self.staged] if self.staged is not None else [])
-                if len(parts) == 2 and self.staged.rows >= config.CURR_MERGE_FRACTION * self.trie.n_rows:
+                if len(parts) == 2 and self.staged.rows >= config.CURR_MERGE_FRACTION * self.trie.n_rows \
+                        and self.trie.n_rows + self.staged.rows <= config.CURR_MERGE_MAX_ROWS:
                     parts = [_merged(parts)]
             else:
                 raise InputError(f"unknown view {kind!r}; expected one of {VIEWS}")

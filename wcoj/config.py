@@ -22,7 +22,7 @@ __all__ = ["SLICE_ROWS", "THREADS", "SHARES_PER_THREAD", "DELTA_SHARE_ROWS", "CO
            "CHANGE_ROWS", "DENSE_SPAN", "DENSE_MIN", "GROWTH", "SLACK", "RECURSION_LIMIT",
            "VIEW_REFRESH", "REFRESH_FRACTION", "REFRESH_MIN_FRACTION", "REFRESH_RELAX",
            "RADIX_MIN_ROWS", "RADIX_MAX_BITS", "DENSE_SUM_SLOTS", "DENSE_SUM_MAX_BITS", "TRACE_RUNS",
-           "TRACE_MERGE_RATIO", "CURR_MERGE_FRACTION"]
+           "TRACE_MERGE_RATIO", "CURR_MERGE_FRACTION", "CURR_MERGE_MAX_ROWS"]
 
 # --- sorting rows (wcoj.rows)
 RADIX_MIN_ROWS = 512
@@ -103,6 +103,11 @@ them into one trie for the ``curr`` view (``indexes.index``), once per tick: a c
 the index, against joins that read two parts and cannot list or count a last level with
 a byte map (the triangle view's 10,000-datom refresh: ~30 ms of level-by-level listing
 over two parts)."""
+
+CURR_MERGE_MAX_ROWS = 1 << 22
+"""... unless the index and the change hold more rows than this: the merged copy costs
+memory in proportion to the index (a graph tick of millions of changes takes the staged
+route to keep its memory bounded), so past it ``curr`` stays two parts."""
 
 # --- tries (indexes.trie)
 DENSE_SPAN = 32

@@ -39,8 +39,11 @@ def growth(request, monkeypatch):
     nearly every commit grows or compacts one (tight); tries whose level 0 is dense
     from a handful of values (dense); ``curr`` always merged into one trie, or always
     read as the trie plus the staged change."""
-    if request.param in ("merged", "two parts"):
-        monkeypatch.setattr(config, "CURR_MERGE_FRACTION", 0.0 if request.param == "merged" else float("inf"))
+    if request.param == "merged":
+        monkeypatch.setattr(config, "CURR_MERGE_FRACTION", 0.0)
+    if request.param == "two parts":  # past the size cap (the fraction alone would merge)
+        monkeypatch.setattr(config, "CURR_MERGE_FRACTION", 0.0)
+        monkeypatch.setattr(config, "CURR_MERGE_MAX_ROWS", 0)
     if request.param == "tight":
         monkeypatch.setattr(config, "SLACK", 0)
         monkeypatch.setattr(config, "GROWTH", 1.0)
