@@ -339,3 +339,16 @@ def test_a_function_on_values_of_the_wrong_kind_names_the_kinds():
         db.q('[:find ?e :where [?e ?a] [(even? ?e)]]')
     with pytest.raises(QueryError, match=r"\(\+ 'Ann' 1\) failed: arguments of type string, long"):
         db.q('[:find ?x :where [?e :name ?n] [(+ ?n 1) ?x]]')
+
+
+def test_an_edn_transaction_is_capped_by_the_reader_alone():
+    """transact does not walk EDN text's data for its depth again (2 ms for 10,000 datoms):
+    the reader caps nesting at MAX_DEPTH, which must not exceed MAX_VALUE_DEPTH."""
+    assert MAX_DEPTH <= MAX_VALUE_DEPTH
+    db = Database()
+    db.transact('[{:db/ident :t :db/valueType :db.type/tuple :db/tupleType :db.type/symbol}]')
+    before = db.q('[:find ?e ?a ?v :where [?e ?a ?v]]'), db.n_tx
+    deep = '[[:db/add "x" :t ' + "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1) + "]]"
+    with pytest.raises(EdnSyntaxError, match=f"nested more than {MAX_DEPTH} deep"):
+        db.transact(deep)
+    assert (db.q('[:find ?e ?a ?v :where [?e ?a ?v]]'), db.n_tx) == before
