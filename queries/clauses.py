@@ -20,7 +20,7 @@ from queries.ast import (
     Var,
     bound_vars, free_vars, required_vars,
 )
-from queries.parse import _calls
+from queries.scope import _calls
 from wcoj.errors import QueryError, UnboundVariableError, excerpt
 
 __all__ = ["check_stratified", "local_nots", "rule_component", "rule_deps"]

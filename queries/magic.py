@@ -65,7 +65,7 @@ from queries.ast import (
     free_vars,
 )
 from queries.functions import FUNCTIONS
-from queries.parse import _calls
+from queries.scope import _calls
 
 __all__ = ["rewrite", "canonical", "renamed"]
 
