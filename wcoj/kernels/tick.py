@@ -30,7 +30,7 @@ from numba import njit
 from .memory import BASE, DENSE, HI, LO, N, V, cycles, kernel, load, prefetch, row_kernel
 from .search import bsearch, gallop
 from .store import NEED_ROOM, OK, OVERFLOW, apply_row, find
-from .zsets import _add_overflows, _mul_overflows
+from .zsets import _add_overflows, _mul_overflows, _row_less, _sorted_order
 
 __all__ = ["OK", "NEED_ROOM", "OVERFLOW", "FULL", "BAD_ID", "LAYOUT", "EDGES", "edge_changes", "cycle_rate", "at0",
            "find_in",
@@ -222,42 +222,6 @@ def prefetch_edge(B, layout, row, edges, j, lists):
         a, b = b, a
     row[0, 0], row[0, 1], row[0, 2], row[0, 3] = sc[_REL_P], 1, a, b
     prefetch_change(B, layout, row, 0, lists)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _row_less(a, x, y, rest):
-    """Whether row ``x`` of ``a`` sorts before row ``y``: by column 0, then by columns
-    ``rest`` on (the columns between do not order, such as a weight)."""
-    if a[x, 0] != a[y, 0]:
-        return a[x, 0] < a[y, 0]
-    for c in range(rest, a.shape[1]):
-        if a[x, c] != a[y, c]:
-            return a[x, c] < a[y, c]
-    return False
-
-
-@kernel
-def _sorted_order(a, n, rest):
-    """The order of the first ``n`` rows of ``a`` by ``_row_less`` (a stable merge sort:
-    plain loops compile in a fraction of the time Numba's ``argsort`` takes)."""
-    idx = np.arange(n)
-    tmp = np.empty(n, dtype=np.int64)
-    width = 1
-    while width < n:
-        for lo in range(0, n, 2 * width):
-            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
-            i, j, t = lo, mid, lo
-            while i < mid or j < hi:
-                if j >= hi or (i < mid and not _row_less(a, idx[j], idx[i], rest)):
-                    tmp[t] = idx[i]
-                    i += 1
-                else:
-                    tmp[t] = idx[j]
-                    j += 1
-                t += 1
-        idx, tmp = tmp, idx
-        width *= 2
-    return idx
 
 
 @kernel

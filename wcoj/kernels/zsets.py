@@ -23,7 +23,6 @@ I64_MAX = np.iinfo(np.int64).max
 I64_MIN = np.iinfo(np.int64).min
 SMALL_ROWS = 512  # wcoj.zset consolidates up to this many rows in one kernel call (sort_small_into:
 # 32 us for 512 rows in random order, where the general route's numpy calls cost 44 us)
-SMALL_RUN = 16  # sort_small_into sorts runs of this many rows by insertion, then merges them
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -196,51 +195,53 @@ def _cmp(a, i, b, j):
     return 0
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _row_less(a, x, y, rest):
+    """Whether row ``x`` of ``a`` sorts before row ``y``: by column 0, then by columns
+    ``rest`` on (the columns between do not order, such as a weight)."""
+    if a[x, 0] != a[y, 0]:
+        return a[x, 0] < a[y, 0]
+    for c in range(rest, a.shape[1]):
+        if a[x, c] != a[y, c]:
+            return a[x, c] < a[y, c]
+    return False
+
+
+@kernel
+def _sorted_order(a, n, rest):
+    """The order of the first ``n`` rows of ``a`` by ``_row_less`` (a stable merge sort:
+    plain loops compile in a fraction of the time Numba's ``argsort`` takes)."""
+    idx = np.arange(n)
+    tmp = np.empty(n, dtype=np.int64)
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            i, j, t = lo, mid, lo
+            while i < mid or j < hi:
+                if j >= hi or (i < mid and not _row_less(a, idx[j], idx[i], rest)):
+                    tmp[t] = idx[i]
+                    i += 1
+                else:
+                    tmp[t] = idx[j]
+                    j += 1
+                t += 1
+        idx, tmp = tmp, idx
+        width *= 2
+    return idx
+
+
 @kernel
 def sort_small_into(keys, weights, out_keys, out_w):
     """Consolidate ``keys``/``weights`` (sort rows, add equal rows' weights in input
     order, drop zero sums) into ``out_keys``/``out_w`` (as many rows as the input).
 
     Returns ``(m, bad)``: rows written, and the input row whose weight made a sum leave
-    int64 (-1 when none). A stable sort of row indices: insertion sort of runs of
-    ``SMALL_RUN`` rows, then merges of runs (O(n log n) comparisons; insertion sort alone
-    took 122 us for 256 rows in random order, more than the general route's 37 us).
+    int64 (-1 when none). A stable merge sort of row indices (``_sorted_order``: an
+    insertion sort took 122 us for 256 rows in random order, more than the general
+    route's 37 us).
     """
-    n = keys.shape[0]
-    order = np.empty(n, dtype=np.int64)
-    for lo in range(0, n, SMALL_RUN):
-        for i in range(lo, min(lo + SMALL_RUN, n)):  # stable insertion sort of the run
-            j = i
-            while j > lo and _cmp(keys, order[j - 1], keys, i) > 0:
-                order[j] = order[j - 1]
-                j -= 1
-            order[j] = i
-    if n > SMALL_RUN:
-        src, dst = order, np.empty(n, dtype=np.int64)
-        width = SMALL_RUN
-        while width < n:
-            for lo in range(0, n, 2 * width):
-                mid, hi = min(lo + width, n), min(lo + 2 * width, n)
-                a, b, k = lo, mid, lo
-                while a < mid and b < hi:  # the left run first on ties: stable
-                    if _cmp(keys, src[b], keys, src[a]) < 0:
-                        dst[k] = src[b]
-                        b += 1
-                    else:
-                        dst[k] = src[a]
-                        a += 1
-                    k += 1
-                while a < mid:
-                    dst[k] = src[a]
-                    a += 1
-                    k += 1
-                while b < hi:
-                    dst[k] = src[b]
-                    b += 1
-                    k += 1
-            src, dst = dst, src
-            width *= 2
-        order = src
+    order = _sorted_order(keys, keys.shape[0], 1)
     m, bad = sum_adjacent_into(keys[order], weights[order], out_keys, out_w)
     return m, (order[bad] if bad >= 0 else -1)
 

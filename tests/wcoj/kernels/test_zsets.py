@@ -157,7 +157,7 @@ def test_sort_small_equals_a_dict_sum(case):
 @settings(max_examples=40)
 @given(rows_and_weights(max_size=wk.SMALL_ROWS))
 def test_sort_small_merges_its_sorted_runs_into_a_dict_sum(case):
-    # past SMALL_RUN rows the kernel sorts runs by insertion, then merges them
+    # up to SMALL_ROWS rows: the merge sort's widths past one or two passes
     _sort_small_equals_a_dict_sum(case)
 
 
