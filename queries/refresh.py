@@ -23,10 +23,11 @@ kernels or loading them from Numba's cache. The first view of a process loads it
 kernels in its first tick (a triangle view over 40,000 rows: 57 ms, 52 of them loading),
 and its first step loads others; timed whole, every later step looked cheap against
 that first tick and the view never learned to refresh.
+
 ``config.VIEW_REFRESH`` forces either route (``"always"``, ``"never"``; tests run both
 against the same oracles).
 
-Relies on ``wcoj.config``; used by ``queries.circuits``.
+Relies on ``wcoj.config`` and ``wcoj.kernel_load_seconds``; used by ``queries.circuits``.
 
 >>> r = Refresh()
 >>> r.first_tick(0.010, 1000)          # a first tick: 10 ms over 1,000 rows
