@@ -9,9 +9,9 @@ views (DBSP's names):
 * ``curr``: the state after it, ``prev + delta``: the trie plus the staged change, read
   as two parts; or, when the change is at least ``config.CURR_MERGE_FRACTION`` of the
   trie's rows (and both fit in ``config.CURR_MERGE_MAX_ROWS``), their sum materialised
-  once as one trie laid out as a committed one
-  (one set part, level 0 dense when its values are: the join lists and counts its last
-  level with a byte map and finds its first values by position, as over ``prev``).
+  once as one trie laid out as a committed one (one set part, level 0 dense when its
+  values are: the join lists and counts its last level with a byte map and finds its
+  first values by position, as over ``prev``).
 
 In the telescoping delta rule, atom *i*'s term sees ``curr`` for the atoms before it and
 ``prev`` for the atoms after it. Committing applies the staged change to the trie in
@@ -45,10 +45,10 @@ from collections.abc import Iterable
 import numpy as np
 
 from indexes.trie import Trie, TrieView
+from wcoj import config
 from wcoj.errors import ArityMismatchError, InputError, WeightOverflowError
 from wcoj.rows import row_order
 from wcoj.tables import TableBlock, TrieTable
-from wcoj import config
 from wcoj.zset import ZSet
 
 __all__ = ["IncrementalIndex", "Relation", "VIEWS"]
