@@ -8,8 +8,8 @@ and uniqueness only when no entity has two values and no value two entities. A c
 tuple (``:db/tupleAttrs``) names 2 to 8 cardinality-one attributes; ``queries.txrules``
 keeps its values in step. Any other tuple names its element types, as in Datomic: one per
 element (``:db/tupleTypes [:db.type/long :db.type/string]``) or one for 2 to 8 elements
-(``:db/tupleType :db.type/keyword``). ``SCHEMA_KEYS`` are the keys that describe an attribute rather
-than assert a datom. ``check_value`` coerces a value to its attribute's type (a tuple: a
+(``:db/tupleType :db.type/keyword``). ``SCHEMA_KEYS`` are the keys that describe an
+attribute rather than assert a datom. ``check_value`` coerces a value to its attribute's type (a tuple: a
 vector of 2 to 8 scalars), or names what is wrong.
 
 The schema is data too, as in Datomic: each attribute is the entity whose id is its
