@@ -105,6 +105,10 @@ class EavStore:
         self.keyword = keyword
         self.interner = Interner()
         self.attributes: dict[str, Attribute] = {}
+        # the interned id of each installed attribute's keyword, and back: installs
+        # intern it for good (a commit or no tick), so no rollback can take it back
+        self._aids: dict[str, int] = {}
+        self._idents: dict[int, str] = {}
         self.tables = Store()   # every relation below, their shared block and the writers' lock
         self.relations: dict[str, Relation] = {}
         self.datoms = self.tables.relation("datoms", 4)
@@ -132,6 +136,9 @@ class EavStore:
     def install(self, attr: Attribute) -> None:
         """Install (or alter) an attribute at once, outside any tick."""
         self.attributes[attr.ident] = attr
+        if attr.ident not in self._aids:
+            aid = self._aids[attr.ident] = self.interner.encode(self.keyword(attr.ident))
+            self._idents[aid] = attr.ident
         if attr.ident not in self.relations:
             self.relations[attr.ident] = self.tables.relation(attr.ident, 2)
 
@@ -145,7 +152,8 @@ class EavStore:
 
     def aid(self, ident: str) -> int:
         """The interned id of an attribute (the id of its keyword)."""
-        return self.interner.encode(self.keyword(ident))
+        aid = self._aids.get(ident)
+        return aid if aid is not None else self.interner.encode(self.keyword(ident))
 
     def relation(self, ident: str) -> Relation:
         """The ``(e, v)`` relation of an attribute."""
@@ -245,7 +253,8 @@ class EavStore:
         delta = ZSet.from_arrays(adds, weights[:len(adds)], arity=4).plus(
             ZSet.from_arrays(retracts, weights[len(adds):], arity=4))
         tx.stage(self.datoms, delta, bounded=True)
-        by_aid = {self.aid(a): a for a in list(self.attributes) + list(self._staged_attrs)}
+        by_aid = self._idents if not self._staged_attrs else \
+            {**self._idents, **{self.aid(a): a for a in self._staged_attrs}}
         self.changed = set()
         for aid in np.unique(rows[:, 1]).tolist():
             ident = by_aid[aid]
@@ -280,7 +289,7 @@ class EavStore:
         rows = np.asarray(rows, dtype=np.int64).reshape(-1, 4)
         z = ZSet.from_arrays(rows, arity=4).distinct()
         self.datoms.load(z)
-        by_aid = {self.aid(a): a for a in self.attributes}
+        by_aid = self._idents
         keys = z.keys
         for aid in np.unique(keys[:, 1]).tolist():
             m = keys[:, 1] == aid
