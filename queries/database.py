@@ -483,8 +483,10 @@ class Database:
                     tx_data = with_datoms(tx_data, shown_)
                 store.stage(tx, adds, retracts)
                 changes = {name: v._stage(store.changed) for name, v in self.views.items()}
-                rows = np.concatenate([np.insert(adds, 4, 1, axis=1), np.insert(retracts, 4, 0, axis=1)])
+                rows = np.empty((len(adds) + len(retracts), 5), dtype=np.int64)  # (e, a, v, tx, added)
+                rows[:len(adds), :3], rows[len(adds):, :3] = adds[:, :3], retracts[:, :3]
                 rows[:, 3] = tx_id  # a retraction's row names the transaction that made it
+                rows[:len(adds), 4], rows[len(adds):, 4] = 1, 0
 
                 def then() -> None:
                     store.committed()

@@ -378,7 +378,7 @@ def _entity_codes(xs: list, ents: _Entities, next_eid: int, entity: bool) -> I64
     """``_Entities`` codes of entity references ``xs``: when all are ints (an entity id is
     its own code) with numpy, else one ``code`` call each (tempids, lookup refs, idents,
     and the error a bad one raises)."""
-    if set(map(type, xs)) == {int}:
+    if len(xs) > 16 and set(map(type, xs)) == {int}:  # (a few: the loop below is cheaper)
         try:
             out = np.array(xs, dtype=np.int64)
         except OverflowError:

@@ -17,7 +17,8 @@ import numpy.typing as npt
 
 from wcoj import config
 from wcoj.kernels.memory import read_only
-from wcoj.kernels.zsets import column_bounds_into, pack_rows_into, radix_sort_into, strictly_increasing
+from wcoj.kernels.zsets import (SMALL_ROWS, column_bounds_into, pack_rows_into, radix_sort_into, sorted_order,
+                                strictly_increasing)
 
 __all__ = ["Columns", "Packing", "packing_for", "packing_within", "union_bounds", "table_fits", "NO_PACKING", "row_order",
            "packed_sort", "sorted_runs", "column_bounds", "group_starts", "is_sorted_unique"]
@@ -281,6 +282,8 @@ def row_order(keys: I64) -> I64:
     n, k = keys.shape
     if k == 0 or n <= 1:
         return np.arange(n, dtype=np.int64)
+    if n <= SMALL_ROWS:  # a tick's few rows: one merge sort call (1.3 us for 2 rows, 12 at 512)
+        return sorted_order(read_only(np.ascontiguousarray(keys, dtype=np.int64)), n, 1)
     p = packing_for([keys])
     if p is not None:
         return _sort_packed(p.pack(keys), p.n_bits, merge=False)[0]

@@ -64,10 +64,18 @@ def compact_size(n: int, r: int) -> int:
     return r * n + (r - 1) * (n + 1) + n
 
 
+_I64_MAX, _I64_MIN = int(np.iinfo(np.int64).max), int(np.iinfo(np.int64).min)
+_EMPTY_TABLES: dict[int, I64] = {}
+
+
 def _empty_table(arity: int) -> I64:
-    T = np.zeros((arity, TABLE_FIELDS), dtype=np.int64)
-    T[:, m.MINV], T[:, m.MAXV] = np.iinfo(np.int64).max, np.iinfo(np.int64).min
-    return T
+    """A fresh table of an empty trie (a copy of one kept per arity: every tick's
+    change makes a few)."""
+    T = _EMPTY_TABLES.get(arity)
+    if T is None:
+        T = _EMPTY_TABLES[arity] = np.zeros((arity, TABLE_FIELDS), dtype=np.int64)
+        T[:, m.MINV], T[:, m.MAXV] = _I64_MAX, _I64_MIN
+    return T.copy()
 
 
 class _Table:

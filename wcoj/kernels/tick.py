@@ -30,7 +30,7 @@ from numba import njit
 from .memory import BASE, DENSE, HI, LO, N, V, cycles, kernel, load, prefetch, row_kernel
 from .search import bsearch, gallop
 from .store import NEED_ROOM, OK, OVERFLOW, apply_row, find
-from .zsets import _add_overflows, _mul_overflows, _row_less, _sorted_order
+from .zsets import _add_overflows, _mul_overflows, _row_less, sorted_order
 
 __all__ = ["OK", "NEED_ROOM", "OVERFLOW", "FULL", "BAD_ID", "LAYOUT", "EDGES", "edge_changes", "cycle_rate", "at0",
            "find_in",
@@ -229,7 +229,7 @@ def consolidate(out, m):
     """The ``m`` rows of ``out`` (``[view, weight, keys...]``) sorted by view then keys,
     equal rows summed, zeros dropped: a new array. (A sum cannot overflow: every row's
     weight went into its view's count, which was checked.)"""
-    idx = _sorted_order(out, m, 2)  # column 1, the weight, does not order
+    idx = sorted_order(out, m, 2)  # column 1, the weight, does not order
     res = np.empty((m, out.shape[1]), dtype=np.int64)
     n = 0
     i = 0
@@ -277,7 +277,7 @@ def edge_changes(layout, B, ins, dels):
             a, b = b, a
         ops[n, 0], ops[n, 1], ops[n, 2] = a, b, i >= ins.shape[0]
         n += 1
-    order = _sorted_order(ops, n, 1)  # by (u, v, delete): an edge's rows stay together
+    order = sorted_order(ops, n, 1)  # by (u, v, delete): an edge's rows stay together
     off = _sec(layout, _IDX_STATE)[_sec(layout, _REL_IDX)[rel_p]]  # the primary's natural index
     T = B[off:off + 2]
     extra = 5 * n if rel_o >= 0 or rel_s >= 0 or rel_s2 >= 0 else 0
