@@ -35,7 +35,8 @@ from queries.txlog import is_log, placeholder
 from wcoj.errors import QueryError, UnknownAttributeError, excerpt, shown
 from wcoj.zset import ZSet
 
-__all__ = ["Table", "UNIT", "Binder", "Inputs", "bind_inputs", "query_vars", "plain_input", "input_key"]
+__all__ = ["Table", "UNIT", "Binder", "DbSource", "Inputs", "bind_inputs", "query_vars", "plain_input",
+           "input_key"]
 
 _fresh = itertools.count()
 
@@ -74,8 +75,9 @@ class Table:
 UNIT = Table((), {()})
 
 
-def query_vars(clauses: Iterable[Any], store: EavStore) -> tuple[set[str], set[str]]:
-    """``(ref_vars, attr_vars)`` of ``clauses``, nested ones included.
+def query_vars(clauses: Iterable[Any], store: EavStore, dbs: Iterable[str] = ()) -> tuple[set[str], set[str]]:
+    """``(ref_vars, attr_vars)`` of ``clauses``, nested ones included (``dbs``: the names
+    of the data sources besides ``$`` that are databases).
 
     Ref variables stand in entity positions or values of ref attributes: ints bound to them
     are entity ids, not longs. Attribute variables stand in attribute positions: keywords
@@ -86,7 +88,7 @@ def query_vars(clauses: Iterable[Any], store: EavStore) -> tuple[set[str], set[s
     todo = list(clauses)
     while todo:
         c = todo.pop()
-        if isinstance(c, Pattern) and c.src.name == "$":
+        if isinstance(c, Pattern) and (c.src.name == "$" or c.src.name in dbs):
             t = c.terms
             if isinstance(t[0], Var):
                 refs.add(t[0].name)
@@ -101,8 +103,19 @@ def query_vars(clauses: Iterable[Any], store: EavStore) -> tuple[set[str], set[s
     return refs, attrs
 
 
+class DbSource:
+    """A data source of ``:in`` that is a database (``$old`` given ``db.as_of(t)``): its
+    store, and whether it is a read-only value (which a view may keep reading)."""
+
+    __slots__ = ("store", "read_only")
+
+    def __init__(self, store: EavStore, read_only: bool):
+        self.store, self.read_only = store, read_only
+
+
 class Binder:
-    """Ids for the values of a query (and its rules) over one view (``kind``) of ``store``."""
+    """Ids for the values of a query (and its rules) over one view (``kind``) of ``store``;
+    patterns over another database of ``sources`` read its store (``DbSource``)."""
 
     def __init__(self, store: EavStore, kind: str = "prev", query: Query | None = None,
                  rules: Iterable[Rule] = (), sources: dict[str, list] | None = None,
@@ -115,7 +128,8 @@ class Binder:
             self.rules[r.name].append(r)
         clauses = list(query.where if query is not None else ())
         clauses += [c for rs in self.rules.values() for r in rs for c in r.body]
-        self.ref_vars, self.attr_vars = query_vars(clauses, store)
+        self.dbs = {name: src.store for name, src in self.sources.items() if isinstance(src, DbSource)}
+        self.ref_vars, self.attr_vars = query_vars(clauses, store, self.dbs)
 
     # ------------------------------------------------------------------ values
     def encode(self, var: str | None, value: Any) -> int:
@@ -170,6 +184,11 @@ class Binder:
         consts = consts or {}
         out, filters = [], []
         for p in patterns:
+            if p.src.name in self.dbs:
+                more, also = self._db(p).atoms([Pattern(p.terms)], consts)
+                out.extend(more)
+                filters.extend(also)
+                continue
             if p.src.name != "$":
                 out.append(self._source_atom(p))
                 continue
@@ -219,6 +238,18 @@ class Binder:
                 terms[0] = fresh
             out.append((src, tuple(terms)))
         return out, filters
+
+    def _db(self, p: Pattern) -> Binder:
+        """A binder over the database that pattern ``p`` reads (not ``$``). Its atoms join
+        with this binder's only when both stores give a value one id: the databases of one
+        lineage (``as_of``, ``since``, ``history``) share their interner."""
+        store = self.dbs[p.src.name]
+        if store.interner is not self.store.interner:
+            raise QueryError(f"data source {p.src.name} is a database that does not share this "
+                             f"one's value ids (a with_ copy, or another Database): a query may "
+                             f"join a database with its own as_of, since or history values; pass "
+                             f"the other's datoms as a collection of tuples instead")
+        return Binder(store, "prev", registry=self.registry)
 
     def _source_atom(self, p: Pattern) -> tuple[Any, tuple]:
         """A pattern over a collection-of-tuples source (``$2``) as a join atom."""
@@ -291,8 +322,8 @@ class Inputs:
 
     ``q`` may leave out the database, the first ``$`` (``implicit_db``; a nested ``q`` passes
     every input). ``bindings`` pairs each binding form with its value, ``rules`` holds the parsed rules
-    of ``%``, and ``sources`` the data sources other than the database (``$2``: a
-    collection of tuples) by name.
+    of ``%``, and ``sources`` the data sources other than the database by name: a
+    collection of tuples, or another database (``DbSource``).
     """
 
     __slots__ = ("bindings", "rules", "sources")
@@ -313,7 +344,7 @@ class Inputs:
         for d, v in zip(declared, values):
             if isinstance(d, SrcVar):
                 if d.name != "$" and not (d.name == declared[0].name and v is None):
-                    self.sources[d.name] = _source_rows(d, v)
+                    self.sources[d.name] = _database(v) or _source_rows(d, v)
             elif isinstance(d, RulesVar):
                 self.rules = list(parse_rules(v) if not isinstance(v, (list, tuple)) or not v
                                   or not isinstance(v[0], Rule) else v)
@@ -326,6 +357,12 @@ class Inputs:
             check_rules(query, self.rules)
 
 
+def _database(v: Any) -> DbSource | None:
+    """``v`` as a database source, when it is a ``Database``."""
+    from queries.database import Database
+    return DbSource(v.store, bool(v.read_only)) if isinstance(v, Database) else None
+
+
 def _source_rows(d: SrcVar, v: Any) -> list[tuple]:
     """A data source given as a collection of tuples (EDN text or Python data)."""
     if isinstance(v, str):
@@ -333,8 +370,8 @@ def _source_rows(d: SrcVar, v: Any) -> list[tuple]:
         v = loads(v)
     if not isinstance(v, (list, tuple, set, frozenset)) or not all(
             isinstance(r, (list, tuple)) for r in v):
-        raise QueryError(f"data source {d.name} must be a collection of tuples (a second "
-                         f"database is not supported), got {type(v).__name__}")
+        raise QueryError(f"data source {d.name} must be a database or a collection of tuples, "
+                         f"got {type(v).__name__}")
     rows = [tuple(r) for r in v]
     if len({len(r) for r in rows}) > 1:
         raise QueryError(f"the tuples of data source {d.name} differ in length")

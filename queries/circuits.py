@@ -125,7 +125,7 @@ class CompiledView:
             src = self.root.source(len(table.vars), name="inputs")
             start = Rel(src, table.vars)
         self.consts = consts
-        clauses = local_nots(rewrite(query.where, self.store), list(table.vars))
+        clauses = local_nots(rewrite(query.where, self.store, ev.dbs), list(table.vars))
         where = self.conj(clauses, start, self.root, {})
         if where is None:
             raise QueryError(f"{query.edn()} has no :where and binds nothing from :in")
@@ -528,7 +528,7 @@ class CompiledView:
             # are not its variables, even where the names agree (an input ?x and a rule's ?x)
             outer, self.consts = self.consts, {}
             try:
-                body = self.conj(local_nots(rewrite(r.body, self.store), ()), None, c, env)
+                body = self.conj(local_nots(rewrite(r.body, self.store, self.ev.dbs), ()), None, c, env)
             finally:
                 self.consts = outer
             params = [v.name for v in r.params]

@@ -344,6 +344,9 @@ class Database:
         name = name or f"view{next(self._names)}"
         if name in self.views:
             raise QueryError(f"a view named {name!r} exists already")
+        if any(isinstance(x, Database) for x in inputs):
+            raise QueryError("a view reads this database alone: a second database among its "
+                             "inputs would not tell it of its changes (q reads one once)")
         remember = getattr(self.log, "remember_view", None)  # a durable database saves it
         if remember is not None:
             from queries.durable import view_text

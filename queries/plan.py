@@ -63,7 +63,7 @@ def explain(db: Any, query: Query, inputs: tuple, format: str = "text") -> str:
     lines += [f"  circuit: {note}" for note in dict.fromkeys(compiled.notes)]
     if table.vars:
         lines.append(f"inputs: {' '.join(table.vars)}  ({len(table.rows)} rows)")
-    where = rewrite(query.where, db.store)
+    where = rewrite(query.where, db.store, ev.dbs)
     patterns = [c for c in where if isinstance(c, Pattern)]
     consts = compiled.consts
     if patterns:

@@ -35,8 +35,8 @@ import itertools
 from typing import Any
 
 from queries.ast import (
-    And, BindColl, BindScalar, BindTuple, Blank, Const, FnCall, Not, NotJoin, Or, OrJoin, Pattern,
-    Predicate, SrcVar, Var,
+    DEFAULT_SRC, And, BindColl, BindScalar, BindTuple, Blank, Const, FnCall, Not, NotJoin, Or, OrJoin,
+    Pattern, Predicate, SrcVar, Var,
 )
 from queries.edn import Keyword
 from wcoj.errors import QueryError
@@ -51,28 +51,30 @@ def _var(prefix: str) -> Var:
     return Var(f"#{prefix}{next(_fresh)}")
 
 
-def rewrite(clauses: Any, store: Any) -> list:
+def rewrite(clauses: Any, store: Any, dbs: dict | None = None) -> list:
     """``clauses`` with database functions, lookup-ref constants and variable-free
     patterns expressed as plain clauses (see the module docstring), recursively.
-    ``store`` gives the schema (``None``: no checks, for docs and tests)."""
+    ``store`` gives the schema (``None``: no checks, for docs and tests); ``dbs`` the
+    stores of the other databases ``:in`` names (``$old``), whose patterns are rewritten
+    over their own schema."""
     out: list = []
     for c in clauses:
-        out.extend(_clause(c, store))
+        out.extend(_clause(c, store, dbs or {}))
     return out
 
 
-def _clause(c: Any, store: Any) -> list:
+def _clause(c: Any, store: Any, dbs: dict) -> list:
     if isinstance(c, Pattern):
-        return _pattern(c, store)
+        return _pattern(c, store, dbs)
     if isinstance(c, (Predicate, FnCall)) and c.fn in ("missing?", "get-else", "get-some"):
-        return [_db_function(c, store)]
+        return [_db_function(c, store, dbs)]
     if isinstance(c, Not):
-        return [Not(tuple(rewrite(c.clauses, store)), c.src)]
+        return [Not(tuple(rewrite(c.clauses, store, dbs)), c.src)]
     if isinstance(c, NotJoin):
-        return [NotJoin(c.vars, tuple(rewrite(c.clauses, store)), c.src)]
+        return [NotJoin(c.vars, tuple(rewrite(c.clauses, store, dbs)), c.src)]
     if isinstance(c, (Or, OrJoin)):
-        branches = tuple(And(tuple(rewrite(b.clauses, store))) if isinstance(b, And)
-                         else _single(rewrite((b,), store)) for b in c.clauses)
+        branches = tuple(And(tuple(rewrite(b.clauses, store, dbs))) if isinstance(b, And)
+                         else _single(rewrite((b,), store, dbs)) for b in c.clauses)
         return [Or(branches, c.src) if isinstance(c, Or)
                 else OrJoin(c.required, c.vars, branches, c.src)]
     return [c]
@@ -87,9 +89,11 @@ def _is_lookup_ref(x: Any) -> bool:
         and str(x[0]).startswith(":")
 
 
-def _pattern(p: Pattern, store: Any) -> list:
+def _pattern(p: Pattern, store: Any, dbs: dict) -> list:
     if p.src.name != "$":
-        return [p]
+        if p.src.name not in dbs:  # a collection of tuples: its terms are plain values
+            return [p]
+        store = dbs[p.src.name]
     terms = list(p.terms)
     extra: list = []
     if len(terms) == 5 and store is not None and not getattr(store, "history", False):
@@ -114,7 +118,7 @@ def _pattern(p: Pattern, store: Any) -> list:
             _check_unique(str(ref_attr), store, p)
             v = _var("lr")
             terms[i] = v
-            extra.append(Pattern((v, Const(Keyword(str(ref_attr))), Const(value))))
+            extra.append(Pattern((v, Const(Keyword(str(ref_attr))), Const(value)), p.src))
     if not any(isinstance(t, Var) for t in terms):
         pos = next((i for i, t in enumerate(terms) if isinstance(t, Blank)), None)
         if pos is not None:
@@ -135,10 +139,15 @@ def _check_unique(attr: str, store: Any, where: Any) -> None:
         raise QueryError(f"lookup ref in {where} names {attr}, which is not :db/unique")
 
 
-def _db_function(c: Any, store: Any) -> Any:
+def _db_function(c: Any, store: Any, dbs: dict) -> Any:
     args = list(c.args)
+    src = DEFAULT_SRC
     if args and isinstance(args[0], SrcVar):
-        args = args[1:]
+        src, args = args[0], args[1:]
+    if src.name != "$":
+        if src.name not in dbs:
+            raise QueryError(f"{c.fn} reads a database; {src.name} in {c} is a collection of tuples")
+        store = dbs[src.name]
     if not args or not isinstance(args[0], Var):
         raise QueryError(f"{c.fn} needs an entity variable as its first argument in {c}")
     e, attrs = args[0], args[1:]
@@ -151,7 +160,7 @@ def _db_function(c: Any, store: Any) -> Any:
     if c.fn == "missing?":
         if len(attrs) != 1 or not isinstance(c, Predicate):
             raise QueryError(f"missing? takes $, an entity and an attribute: {c}")
-        return Not((Pattern((e, attrs[0], Blank())),))
+        return Not((Pattern((e, attrs[0], Blank()), src),))
     if not isinstance(c, FnCall):
         raise QueryError(f"{c.fn} gives a value: bind it, as in [({c.fn} ...) ?v]")
     if c.fn == "get-else":
@@ -163,8 +172,8 @@ def _db_function(c: Any, store: Any) -> Any:
         if not isinstance(c.binding, BindScalar):
             raise QueryError(f"get-else binds one variable: {c}")
         v = c.binding.var
-        return OrJoin((e,), (v,), (Pattern((e, attr, v)),
-                                   And((Not((Pattern((e, attr, Blank())),)),
+        return OrJoin((e,), (v,), (Pattern((e, attr, v), src),
+                                   And((Not((Pattern((e, attr, Blank()), src),)),
                                         FnCall("ground", (default,), BindScalar(v))))))
     # get-some: the first of the attributes that the entity has, as [attr value]
     if not attrs:
@@ -176,8 +185,8 @@ def _db_function(c: Any, store: Any) -> Any:
                     else _var("gs") for x in b.elements)
     branches = []
     for i, attr in enumerate(attrs):
-        before = tuple(Not((Pattern((e, x, Blank())),)) for x in attrs[:i])
-        branches.append(And(before + (Pattern((e, attr, v_var)),
+        before = tuple(Not((Pattern((e, x, Blank()), src),)) for x in attrs[:i])
+        branches.append(And(before + (Pattern((e, attr, v_var), src),
                                       FnCall("ground", (Const(Keyword(str(attr.value))),),
                                              BindScalar(a_var)))))
     return OrJoin((e,), (a_var, v_var), tuple(branches))
