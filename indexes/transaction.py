@@ -225,6 +225,8 @@ class ChangePlan:
         self._dcounts = np.zeros(len(self.joins) + 1, dtype=np.int64)  # run_edges' scratch
         self._no_changes = np.empty((0, max_arity + 2), dtype=np.int64)  # the kernel's ch, ins, dels
         self._no_edges = np.empty((0, 2), dtype=np.int64)               # when not given
+        self._scratch = (np.empty((64, max(self.widths, default=1) + 2), dtype=np.int64),  # the kernel's
+                         np.zeros((5, max(max_arity, len(self.counts))), dtype=np.int64))  # (see tickgen)
         self._unchanged = tuple(ZSet.empty(w) for w in self.widths)      # a tick no view saw
         self.generation = store.block.generation
 
@@ -311,7 +313,7 @@ class ChangePlan:
         """The plan's ``run`` kernel: on the prepared changes ``ch`` from ``start`` on, or
         on a graph tick's edges ``ins``/``dels`` (``ch`` empty)."""
         return self.kernels.run(self.store.block.array, self.layout, self.rows, ch, ins, dels, start, dcounts,
-                                self.counts, self.sets)
+                                self.counts, self.sets, *self._scratch)
 
     def _run(self, ch, start: int, dcounts):
         """``_call`` on prepared changes: ``(status, change, level, need, state row,

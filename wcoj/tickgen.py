@@ -284,16 +284,19 @@ def _terms(B, rows, ch, ci, w, sets, out, m, dcounts):
 
 
 @kernel
-def run(B, layout, rows, ch, ins, dels, start, dcounts, counts, sets):
+def run(B, layout, rows, ch, ins, dels, start, dcounts, counts, sets, out, work):
     """The changes ``start ..`` of ``ch`` (rows ``(relation, weight, row...)``), or, when
     ``ins`` or ``dels`` holds an edge, a graph tick of those edge inserts and deletes
     (``ch`` empty, ``start`` 0; its changes are made here, ``edge_changes``, and the
     primary relation's row count change goes to ``dcounts[-1]``). One kernel for both,
-    so a cold start compiles the tick's code once. Returns ``(bad, n_primary, ch,
+    so a cold start compiles the tick's code once. ``out`` and ``work`` are the caller's
+    scratch, kept from tick to tick (a single-edge tick allocates little): rows for the
+    views' changes (grown here when full) and ``int64[5, max(max arity, len(dcounts))]``
+    whose fourth row is zeros (``ChangePlan`` keeps both). Returns ``(bad, n_primary, ch,
     status, change, level, need, state row, out)``: ``bad`` >= 0 the position of an id
     out of range (nothing done); ``ch`` the changes run; the rest as in
     ``wcoj.kernels.tick``, ``out`` rows ``(view, weight, keys...)``, consolidated when
-    ``status`` is ``OK``."""
+    ``status`` is ``OK`` (never a view of the scratch rows, but for an empty one)."""
     n_primary = 0
     if ins.shape[0] + dels.shape[0] > 0:
         bad, ch, n_primary = edge_changes(layout, B, ins, dels)
@@ -306,8 +309,6 @@ def run(B, layout, rows, ch, ins, dels, start, dcounts, counts, sets):
     rel_idx, idx_state = _sec(layout, 0), _sec(layout, 1)
     mx = {max_arity}
     n = ch.shape[0]
-    out = np.empty((64, {width} + 2), dtype=np.int64)  # rows (view, weight, keys...)
-    work = np.zeros((5, max(mx, dcounts.shape[0])), dtype=np.int64)  # path, prow, reserve, none, saved
     path, prow, reserve, none, saved = work[0, :mx], work[1, :mx], work[2, :mx], work[3, :mx], work[4]
     m = 0
     i = start
@@ -337,7 +338,8 @@ def run(B, layout, rows, ch, ins, dels, start, dcounts, counts, sets):
                 if status == NEED_ROOM:
                     for v in range(dcounts.shape[0]):
                         dcounts[v] = saved[v]
-                    return -1, n_primary, ch, NEED_ROOM, i, level, need, idx_state[rel_idx[rel] + done], out[:m0]
+                    return (-1, n_primary, ch, NEED_ROOM, i, level, need, idx_state[rel_idx[rel] + done],
+                            out[:m0].copy())
         if status != OK:
             undo_changes(B, layout, ch, i, path, prow, none)
             for v in range(dcounts.shape[0]):
@@ -347,6 +349,7 @@ def run(B, layout, rows, ch, ins, dels, start, dcounts, counts, sets):
     for v in range(dcounts.shape[0]):
         counts[v] += dcounts[v]
     return -1, n_primary, ch, OK, n, 0, 0, 0, consolidate(out, m)
+
 
 
 @kernel
@@ -360,6 +363,8 @@ def stream_run(B, layout, rows, edges, bounds, t0, dcounts, counts, sets, tcount
     with ``t`` that tick (``len(bounds)`` when all are done), the rest ``run``'s
     for it, and ``done`` the rows ``(tick, view, weight, keys...)`` of the ticks before."""
     done = np.empty((256, {width} + 3), dtype=np.int64)
+    scratch_out = np.empty((64, {width} + 2), dtype=np.int64)  # run's scratch, for every tick
+    work = np.zeros((5, max({max_arity}, dcounts.shape[0])), dtype=np.int64)
     m = 0
     now = cycles()
     row = np.zeros((1, {max_arity} + 2), dtype=np.int64)
@@ -375,7 +380,7 @@ def stream_run(B, layout, rows, edges, bounds, t0, dcounts, counts, sets, tcount
             dcounts[v] = 0
         bad, n_primary, ch, status, i, level, need, off, out = run(
             B, layout, rows, ch0, edges[bounds[t, 0]:bounds[t, 1]], edges[bounds[t, 1]:bounds[t, 2]], 0, dcounts,
-            counts, sets)
+            counts, sets, scratch_out, work)
         now = cycles()
         stamps[t, 1] = now
         if bad >= 0 or status != OK:

@@ -227,8 +227,11 @@ def prefetch_edge(B, layout, row, edges, j, lists):
 @kernel
 def consolidate(out, m):
     """The ``m`` rows of ``out`` (``[view, weight, keys...]``) sorted by view then keys,
-    equal rows summed, zeros dropped: a new array. (A sum cannot overflow: every row's
+    equal rows summed, zeros dropped: a new array, or ``out[:0]`` when there is no row
+    (most single-edge ticks; nothing allocated). (A sum cannot overflow: every row's
     weight went into its view's count, which was checked.)"""
+    if m == 0:
+        return out[:0]
     idx = sorted_order(out, m, 2)  # column 1, the weight, does not order
     res = np.empty((m, out.shape[1]), dtype=np.int64)
     n = 0
