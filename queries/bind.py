@@ -185,6 +185,9 @@ class Binder:
         out, filters = [], []
         for p in patterns:
             if p.src.name in self.dbs:
+                if not 2 <= len(p.terms) <= 5:
+                    raise QueryError(f"data pattern {p} has {len(p.terms)} terms; a database's "
+                                     f"patterns have 2 to 5 ([e a v tx added])")
                 more, also = self._db(p).atoms([Pattern(p.terms)], consts)
                 out.extend(more)
                 filters.extend(also)

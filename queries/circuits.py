@@ -469,6 +469,9 @@ class CompiledView:
     def _rule_call(self, x: RuleCall, c: Circuit, env: dict[str, Rel]) -> Rel:
         if x.name not in self.rules:
             raise QueryError(f"unknown rule {x.name} in {x}")
+        if x.src.name != "$":
+            raise QueryError(f"rule call {x} names {x.src.name}: rules read the query's $ only "
+                             f"(match {x.src.name} with data patterns in the query instead)")
         rel = env.get(x.name) or self.bring(self.rule_relation(x.name), c)
         names, keep = [], []
         for i, a in enumerate(x.args):

@@ -24,6 +24,7 @@ from queries.bind import Inputs
 from queries.edn import Keyword, Symbol
 from queries.functions import compare
 from queries.pull import pull
+from wcoj.errors import QueryError
 
 __all__ = ["Change", "Report", "answer", "shape", "pulled", "with_datoms"]
 
@@ -75,19 +76,28 @@ def answer(compiled: Any, inputs: tuple, over: str = "prev") -> Any:
         groups.apply(z)
         rows = groups.rows()
     if any(isinstance(e, FindPull) for e in q.find.elements):
-        rows = pulled(compiled.store, q, rows, over, inputs)
+        rows = pulled(compiled.store, q, rows, over, inputs, compiled.ev.dbs)
     return shape(q, rows)
 
 
-def pulled(store: EavStore, query: Query, rows: list, kind: str, inputs: tuple) -> list:
+def pulled(store: EavStore, query: Query, rows: list, kind: str, inputs: tuple,
+           dbs: dict | None = None) -> list:
     """Rows with each pull element's entity id replaced by its pulled map (a pattern
-    given as an input, ``(pull ?e ?pattern)``, is read from ``inputs``)."""
+    given as an input, ``(pull ?e ?pattern)``, is read from ``inputs``; ``(pull $old ?e
+    ...)`` reads the database ``dbs`` holds for ``$old``, as it is)."""
     elems = query.find.elements
     given = {d.var.name: v for d, v in Inputs(query, inputs).bindings if isinstance(d, BindScalar)}
     specs = [(given[e.pattern.name] if isinstance(e.pattern, Var) else e.pattern)
              if isinstance(e, FindPull) else None for e in elems]
-    return [tuple(pull(store, x, spec, kind) if spec is not None else x
-                  for spec, x in zip(specs, r)) for r in rows]
+    reads = [(store, kind) for _ in elems]
+    for i, e in enumerate(elems):
+        if isinstance(e, FindPull) and e.src.name != "$":
+            if e.src.name not in (dbs or {}):
+                raise QueryError(f"(pull {e.src.name} ...) reads a database; {e.src.name} is a "
+                                 f"collection of tuples")
+            reads[i] = (dbs[e.src.name], "prev")
+    return [tuple(pull(reads[i][0], x, spec, reads[i][1]) if spec is not None else x
+                  for i, (spec, x) in enumerate(zip(specs, r))) for r in rows]
 
 
 def _sort(rows: list) -> list:

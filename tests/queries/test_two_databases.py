@@ -82,3 +82,25 @@ def test_what_cannot_be_joined_is_refused_by_name():
         db.q('[:find ?x :in $ $2 :where [$2 ?x]]', 5)
     # a collection of tuples is still a source of plain values
     assert db.q('[:find ?x :in $ $2 :where [$2 ?x]]', [(1,), (2,)]) == {(1,), (2,)}
+
+
+def test_pull_reads_the_database_it_names():
+    db = Database()
+    db.transact('[{:db/ident :n :db/valueType :db.type/long :db/cardinality :db.cardinality/one}]')
+    e = db.transact([{":db/id": "x", ":n": 1}]).tempids["x"]
+    then = db.as_of(db.basis_t())
+    db.transact([[":db/add", e, ":n", 2]])
+    got = db.q('[:find (pull $old ?e [:n]) (pull ?e [:n]) :in $ $old :where [?e :n]]', then)
+    assert got == [({":n": 1}, {":n": 2})]   # rows with pulls come as a list (maps do not hash)
+
+
+def test_rule_calls_and_wide_patterns_over_another_source_are_refused():
+    db, ids = replay(random_txs(1, n_tx=4))
+    old = db.as_of(ids[1])
+    rules = '[[(r ?e ?v) [?e :p/n ?v]]]'
+    with pytest.raises(QueryError, match=r"rule call \(\$old r \?e \?v\) names \$old: rules read"):
+        db.q('[:find ?e :in $ $old % :where ($old r ?e ?v)]', old, rules)
+    with pytest.raises(QueryError, match="has 6 terms; a database's patterns have 2 to 5"):
+        db.q('[:find ?e :in $ $old :where [$old ?e :p/n _ _ true _]]', old)
+    with pytest.raises(QueryError, match=r"\(pull \$2 ...\) reads a database"):
+        db.q('[:find (pull $2 ?x [:p/n]) :in $ $2 :where [$2 ?x]]', [(1,)])
