@@ -41,7 +41,7 @@ from indexes.index import Relation
 from indexes.interner import Interner
 from indexes.transaction import Store, Transaction
 from wcoj.errors import SchemaError, UnknownAttributeError
-from wcoj.zset import ZSet
+from wcoj.zset import SMALL_ROWS, ZSet
 
 __all__ = ["Attribute", "EavStore", "VALUE_TYPES", "TX_BASE", "tx_id", "tx_t"]
 
@@ -109,6 +109,7 @@ class EavStore:
         # intern it for good (a commit or no tick), so no rollback can take it back
         self._aids: dict[str, int] = {}
         self._idents: dict[int, str] = {}
+        self._composites: list[Attribute] | None = None  # see composites()
         self.tables = Store()   # every relation below, their shared block and the writers' lock
         self.relations: dict[str, Relation] = {}
         self.datoms = self.tables.relation("datoms", 4)
@@ -136,6 +137,7 @@ class EavStore:
     def install(self, attr: Attribute) -> None:
         """Install (or alter) an attribute at once, outside any tick."""
         self.attributes[attr.ident] = attr
+        self._composites = None
         if attr.ident not in self._aids:
             aid = self._aids[attr.ident] = self.interner.encode(self.keyword(attr.ident))
             self._idents[aid] = attr.ident
@@ -145,6 +147,15 @@ class EavStore:
     def stage_install(self, attr: Attribute) -> None:
         """Install ``attr`` when the tick commits."""
         self._staged_attrs[attr.ident] = attr
+        self._composites = None
+
+    def composites(self) -> list[Attribute]:
+        """The composite tuple attributes (``:db/tupleAttrs``), staged installs included
+        (kept until the schema changes: every transaction asks)."""
+        if self._composites is None:
+            self._composites = [a for a in {**self.attributes, **self._staged_attrs}.values()
+                                if a.tuple_attrs]
+        return self._composites
 
     def staged_installs(self) -> list[Attribute]:
         """The attributes this tick installs (or alters) when it commits."""
@@ -246,17 +257,21 @@ class EavStore:
         adds = np.asarray(adds, dtype=np.int64).reshape(-1, 4)
         retracts = np.asarray(retracts, dtype=np.int64).reshape(-1, 4)
         rows = np.concatenate([adds, retracts])
-        weights = np.concatenate([np.ones(len(adds), np.int64), -np.ones(len(retracts), np.int64)])
-        # adds and retracts each come sorted from the transaction rules (most often): two
-        # linear checks and a merge, where one sort of all rows may not pack (a tx id and
-        # an interned instant in the columns of entity ids) and falls back to lexsort
-        delta = ZSet.from_arrays(adds, weights[:len(adds)], arity=4).plus(
-            ZSet.from_arrays(retracts, weights[len(adds):], arity=4))
+        weights = np.ones(len(rows), dtype=np.int64)
+        weights[len(adds):] = -1
+        if len(rows) <= SMALL_ROWS:  # a few rows: one call of the small sort
+            delta = ZSet.from_arrays(rows, weights, arity=4)
+        else:  # adds and retracts each come sorted from the transaction rules (most often):
+            # two linear checks and a merge, where one sort of all rows may not pack (a tx
+            # id and an interned instant in the columns of entity ids): lexsort
+            delta = ZSet.from_arrays(adds, weights[:len(adds)], arity=4).plus(
+                ZSet.from_arrays(retracts, weights[len(adds):], arity=4))
         tx.stage(self.datoms, delta, bounded=True)
         by_aid = self._idents if not self._staged_attrs else \
             {**self._idents, **{self.aid(a): a for a in self._staged_attrs}}
         self.changed = set()
-        for aid in np.unique(rows[:, 1]).tolist():
+        aids = sorted(set(rows[:, 1].tolist())) if len(rows) <= SMALL_ROWS else np.unique(rows[:, 1]).tolist()
+        for aid in aids:
             ident = by_aid[aid]
             m = rows[:, 1] == aid
             tx.stage(self.relation(ident), ZSet.from_arrays(rows[m][:, [0, 2]], weights[m], arity=2), bounded=True)
@@ -275,6 +290,7 @@ class EavStore:
         """The tick failed: staged installs and reserved ids are given back (the
         transaction rolls the relations back)."""
         self.changed = set()
+        self._composites = None
         for ident in self._staged_attrs:
             if ident not in self.attributes:
                 self.relations.pop(ident, None)

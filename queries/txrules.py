@@ -100,8 +100,7 @@ def apply_rules(store: EavStore, rows: I64, added: npt.NDArray[np.bool_], idents
     """
     rows, added = _last_wins(np.asarray(rows, dtype=np.int64).reshape(-1, 3),
                              np.asarray(added, dtype=bool))
-    composites = [a for a in {**store.attributes, **{a.ident: a for a in store.staged_installs()}}
-                  .values() if a.tuple_attrs]
+    composites = store.composites()
     if composites and len(rows):
         derived = {store.aid(c.ident): c.ident for c in composites}
         direct = np.flatnonzero(np.isin(rows[:, 1], list(derived)))

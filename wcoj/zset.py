@@ -32,7 +32,7 @@ from wcoj.kernels.zsets import SMALL_ROWS, merge_rows_into, sort_small_into
 from wcoj import config
 from wcoj.rows import is_sorted_unique, packed_sort, packing_for, sorted_runs, table_fits
 
-__all__ = ["ZSet", "consolidate", "consolidate_sorted_parts", "checked_weights", "raise_overflow"]
+__all__ = ["ZSet", "consolidate", "consolidate_sorted_parts", "checked_weights", "raise_overflow", "SMALL_ROWS"]
 
 I64 = npt.NDArray[np.int64]
 _I64_MIN, _I64_MAX = int(wk.I64_MIN), int(wk.I64_MAX)

@@ -43,6 +43,24 @@ def test_the_tuple_follows_its_attributes(db):
     assert db.q(TUPLES) == set()
 
 
+def test_a_composite_installed_after_data_is_kept_from_then_on():
+    """A composite installed once transactions have run (the store keeps the list of
+    composites between transactions: installing one must renew it), and one whose
+    install failed is forgotten."""
+    d = Database()
+    d.transact('[{:db/ident :course :db/valueType :db.type/string}'
+               ' {:db/ident :room :db/valueType :db.type/long}]')
+    r = d.transact([{":db/id": "r", ":course": "math"}]).tempids["r"]
+    with pytest.raises(SchemaError):
+        d.transact('[{:db/ident :course+room :db/valueType :db.type/tuple'
+                   ' :db/tupleAttrs [:course :room]} [:db/add "x" :course+room ["a" 1]]]')
+    assert not d.store.has_attribute(":course+room")
+    d.transact([[":db/add", r, ":room", 7]])
+    d.transact('[{:db/ident :course+room :db/valueType :db.type/tuple :db/tupleAttrs [:course :room]}]')
+    d.transact([[":db/add", r, ":room", 8]])
+    assert d.q('[:find ?e ?t :where [?e :course+room ?t]]') == {(r, ("math", 8))}
+
+
 def test_a_unique_composite_is_a_lookup_ref_and_refuses_a_second_owner(db):
     ann = eid(db, "ann")
     r = db.transact([{":db/id": "r", ":course": "math", ":student": ann}]).tempids["r"]
