@@ -45,6 +45,10 @@ class View:
         self.groups: Groups | None = None
         self._answer: Relation | None = None
         self._pulls = [i for i, e in enumerate(query.find.elements) if isinstance(e, FindPull)]
+        for i in self._pulls:  # a view reads this database alone (Database.view)
+            src = query.find.elements[i].src.name
+            if src != "$":
+                raise QueryError(f"(pull {src} ...) reads a database; a view's pulls read $ only")
         z = self.circuit.start()
         if self.circuit.aggregated:
             self.groups = Groups(query, self.circuit.cols, db.registry, db.store.interner)

@@ -104,3 +104,6 @@ def test_rule_calls_and_wide_patterns_over_another_source_are_refused():
         db.q('[:find ?e :in $ $old :where [$old ?e :p/n _ _ true _]]', old)
     with pytest.raises(QueryError, match=r"\(pull \$2 ...\) reads a database"):
         db.q('[:find (pull $2 ?x [:p/n]) :in $ $2 :where [$2 ?x]]', [(1,)])
+    with pytest.raises(QueryError, match=r"\(pull \$2 ...\) reads a database; a view's pulls"):
+        db.view('[:find (pull $2 ?x [:p/n]) :in $ $2 :where [$2 ?x]]', [(1,)])
+    assert db.views == {}
