@@ -115,8 +115,10 @@ def consolidate(keys: Any, weights: Any) -> tuple[I64, I64]:
     keys = _as_keys(keys)
     weights = checked_weights(weights, keys.shape[0])
     n = keys.shape[0]
-    if n <= 1:  # sorted and unique already (a kernel call would cost more than the rest)
-        return (keys, weights) if n == 0 or weights[0] != 0 else (keys[:0], weights[:0])
+    if n <= 1:  # sorted and unique already (a kernel call would cost more than the rest);
+        # copies, as the small sort gives: the Z-set freezes its arrays, not the caller's
+        keep = n if n == 0 or weights[0] != 0 else 0
+        return keys[:keep].copy(), weights[:keep].copy()
     if n <= SMALL_ROWS and keys.shape[1]:  # a tick's few rows: one kernel call
         out_k, out_w = np.empty_like(keys), np.empty(n, dtype=np.int64)
         m, bad = sort_small_into(read_only(keys), read_only(weights), out_k, out_w)
