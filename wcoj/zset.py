@@ -276,7 +276,9 @@ class ZSet:
 
     @classmethod
     def from_arrays(cls, keys: Any, weights: Any = None, arity: int | None = None) -> ZSet:
-        """Consolidate ``keys`` (n x k ints) with ``weights`` (default: all 1)."""
+        """Consolidate ``keys`` (n x k ints) with ``weights`` (default: all 1). Large
+        int64 arrays already consolidated are kept as they are, not copied, and made
+        read-only."""
         keys = _as_keys(keys, arity)
         if weights is None:
             weights = np.ones(keys.shape[0], dtype=np.int64)
