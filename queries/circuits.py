@@ -99,7 +99,8 @@ class CompiledView:
         self.reads_log = False  # tx-ids/tx-data (queries.txlog): q only
         self._per_tick: list = []  # nested q, fulltext: answers kept for one tick
         # demand: bound arguments of rule calls restrict the rules (queries.magic)
-        query, rules = magic.rewrite(query, rules, table.vars if len(table.rows) == 1 else ())
+        query, rules, seeds = magic.demand(query, rules, table.vars if len(table.rows) == 1 else ())
+        self._query_scoped = {id(r) for r in seeds}  # rule bodies that are the query's clauses
         self.rules: dict[str, list[Rule]] = {}
         for r in rules:
             self.rules.setdefault(r.name, []).append(r)
@@ -529,7 +530,9 @@ class CompiledView:
         for r in self.rules[name]:
             # a rule body is a scope of its own: the query's scalar inputs (``self.consts``)
             # are not its variables, even where the names agree (an input ?x and a rule's ?x)
-            outer, self.consts = self.consts, {}
+            # (but the demand's seeds, made of the query's own clauses: queries.magic)
+            outer = self.consts
+            self.consts = outer if id(r) in self._query_scoped else {}
             try:
                 body = self.conj(local_nots(rewrite(r.body, self.store, self.ev.dbs), ()), None, c, env)
             finally:

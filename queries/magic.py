@@ -67,7 +67,7 @@ from queries.ast import (
 from queries.functions import FUNCTIONS
 from queries.scope import _calls
 
-__all__ = ["rewrite", "canonical", "renamed"]
+__all__ = ["rewrite", "demand", "canonical", "renamed"]
 
 Adornment = tuple[bool, ...]
 
@@ -340,15 +340,25 @@ def rewrite(query: Query, rules: list[Rule], known: Iterable[str] = ()) -> tuple
     ``known`` names the ``:in`` variables bound to a single value (they make a pattern
     selective). Returns the inputs unchanged when no call has a bound argument.
     """
+    query, rules, _ = demand(query, rules, known)
+    return query, rules
+
+
+def demand(query: Query, rules: list[Rule], known: Iterable[str] = ()) -> tuple[Query, list[Rule], list[Rule]]:
+    """``rewrite``, and the seeds of the demand: the rules whose bodies are the query's
+    own clauses (``(reach__bf__magic ?a) :- [?a :name ?name]``). Their variables are the
+    query's, ``:in`` scalars included, so they compile in the query's scope, where every
+    other rule body is a scope of its own."""
     if not rules:
-        return query, rules
+        return query, rules, []
     if any(len({p.name for p in r.params}) != len(r.params) for r in rules):
-        return query, rules
+        return query, rules, []
     rw = _Rewriter(list(rules), set(known))
     where = rw.calls(tuple(query.where), set(), [])
     if where == tuple(query.where):
-        return query, rules
+        return query, rules, []
+    seeds = list(rw.out)
     rw.run()
     if {r.name for r in rw.out} & set(rw.by_name):  # the user named a rule like ours
-        return query, rules
-    return dataclasses.replace(query, where=where), list(rules) + rw.out
+        return query, rules, []
+    return dataclasses.replace(query, where=where), list(rules) + rw.out, seeds

@@ -163,3 +163,23 @@ def test_clause_lists_that_repeat_patterns_share_one_core_join(monkeypatch):
     assert [n for n in compiled.notes if n.startswith("core join")] == [
         'core join [?a :name "n0"] (generic join, telescoping delta rule)',
         'core join [?a :edge ?x] (generic join, telescoping delta rule)']
+
+
+def test_demand_seeded_by_an_input_stays_bound_to_it():
+    """The seed of a demand made of the query's own clauses (``[?e :name ?name]`` with
+    ``?name`` an :in scalar) reads the input's value: every other rule body is a scope of
+    its own, and when the seed was compiled as one it demanded every entity. Here that
+    is an unbounded count for p2 (no fixed point within the limit); demand from p1 alone
+    stops after 3 steps, in q and in a view."""
+    db = Database()
+    db.transact('[{:db/ident :name :db/valueType :db.type/string :db/unique :db.unique/identity}'
+                ' {:db/ident :start :db/valueType :db.type/long}'
+                ' {:db/ident :limit :db/valueType :db.type/long}]')
+    db.transact('[{:name "p1" :start 0 :limit 3} {:name "p2" :start 0 :limit 1000000000}]')
+    rules = ('[[(count-up ?e ?v) [?e :start ?v]]'
+             ' [(count-up ?e ?w) (count-up ?e ?v) [?e :limit ?l] [(< ?v ?l)] [(inc ?v) ?w]]]')
+    query = '[:find [?v ...] :in $ % ?name :where [?e :name ?name] (count-up ?e ?v)]'
+    assert sorted(db.q(query, rules, "p1")) == [0, 1, 2, 3]
+    view = db.view(query, rules, "p1")
+    db.transact('[{:db/id [:name "p1"] :limit 4}]')
+    assert sorted(view.result()) == sorted(db.q(query, rules, "p1")) == [0, 1, 2, 3, 4]
