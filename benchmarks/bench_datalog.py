@@ -13,7 +13,8 @@ new view's first tick, compiled anew), and against DuckDB holding the same pairs
 table, applying the same change and re-running the same query in SQL (wall time).
 
 Batch (``--batch-people``): ``n`` people who each ``:follows`` 10 random people;
-reachability from one person and the whole transitive closure (``--closure-people``),
+reachability from one person (named in the query's text, ``reach-one``, or given as an
+``:in`` scalar, ``reach-input``) and the whole transitive closure (``--closure-people``),
 asked once with ``db.q`` against DuckDB's recursive CTE over the same edges, and
 DataScript (``npm install datascript`` in a temporary directory; skipped when ``node`` or
 npm is missing, cut off after ``--datascript-timeout`` seconds). The closure runs each
@@ -56,6 +57,8 @@ FOLLOWS_SCHEMA = ('[{:db/ident :name :db/valueType :db.type/string :db/unique :d
                   ' {:db/ident :follows :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}]')
 FOLLOWS = '[[(reach ?a ?b) [?a :follows ?b]] [(reach ?a ?b) [?a :follows ?x] (reach ?x ?b)]]'
 BATCH = {"reach-one": '[:find (count ?b) . :in $ % :where [?a :name "p1"] (reach ?a ?b)]',
+         # the same with the name given as an input, as an application asks it
+         "reach-input": '[:find (count ?b) . :in $ % ?name :where [?a :name ?name] (reach ?a ?b)]',
          "closure": '[:find (count ?b) . :in $ % :where (reach ?a ?b)]'}
 SQL = {"reach-one": """WITH RECURSIVE r(b) AS (
            SELECT e.dst FROM e JOIN people p ON e.src = p.id WHERE p.name = 'p1'
@@ -275,13 +278,16 @@ def follows_graph(n: int, seed: int, degree: int = 10):
     return src, dst
 
 
-def _engine(n: int, src, dst, query: str) -> tuple[float, object]:
+BATCH_INPUTS = {"reach-input": ("p1",)}  # the scalar inputs of a BATCH query, after %
+
+
+def _engine(n: int, src, dst, query: str, more: tuple = ()) -> tuple[float, object]:
     db = Database()
     db.transact(FOLLOWS_SCHEMA)
     db.load_datoms(np.arange(1, n + 1), ":name", np.array([f"p{i}" for i in range(n)], dtype=object))
     db.load_datoms(src, ":follows", dst)
     t0 = time.perf_counter()
-    out = requery_once(db, query, (FOLLOWS,), "q")
+    out = requery_once(db, query, (FOLLOWS, *more), "q")
     return (time.perf_counter() - t0) * 1e3, out
 
 
@@ -369,7 +375,7 @@ def batch(sizes=(1000, 10000), closure_sizes=(1000,), repeat: int = 3, seed: int
     ``duckdb_mb``)."""
     results = results or Results("bench_datalog", seed)
     ds = _datascript_dir()
-    print(f"\n{'query':10} {'people':>7} {'rows':>8} {'engine_ms':>10} {'duckdb_ms':>10} "
+    print(f"\n{'query':11} {'people':>7} {'rows':>8} {'engine_ms':>10} {'duckdb_ms':>10} "
           f"{'datascript_ms':>14} {'engine/duckdb':>14} {'engine_mb':>10} {'duckdb_mb':>10}")
     try:
         for n in sizes:
@@ -377,19 +383,21 @@ def batch(sizes=(1000, 10000), closure_sizes=(1000,), repeat: int = 3, seed: int
             for name, query in BATCH.items():
                 if name == "closure" and n not in closure_sizes:
                     continue
-                _engine(100, *follows_graph(100, seed), query)  # warm-up: JIT compilation
+                more = BATCH_INPUTS.get(name, ())
+                _engine(100, *follows_graph(100, seed), query, more)  # warm-up: JIT compilation
                 mem = [None, None]
                 if name == "closure":
                     eng, duck = [_isolated("engine", name, n, seed)], [_isolated("duckdb", name, n, seed)]
                     mem = [eng[0][2], duck[0][2] if duck[0] else None]
                 else:
-                    eng = [_engine(n, src, dst, query) for _ in range(repeat)]
-                    duck = [_duckdb(n, src, dst, SQL[name]) for _ in range(repeat)]
+                    eng = [_engine(n, src, dst, query, more) for _ in range(repeat)]
+                    duck = [_duckdb(n, src, dst, SQL[name.replace("input", "one")]) for _ in range(repeat)]
                 me, got = statistics.median(r[0] for r in eng), eng[0][1]
                 md = statistics.median(r[0] for r in duck) if duck[0] else None
                 if duck[0] and duck[0][1] != got:
                     raise AssertionError(f"{name} n={n}: engine {got}, duckdb {duck[0][1]}")
-                dres = _datascript(ds, n, src, dst, DATASCRIPT_Q[name], datascript_timeout)
+                dres = _datascript(ds, n, src, dst, DATASCRIPT_Q[name.replace("input", "one")],
+                                   datascript_timeout)
                 if isinstance(dres, tuple) and dres[1] != got:
                     raise AssertionError(f"{name} n={n}: engine {got}, datascript {dres[1]}")
                 dtxt = (f"{dres[0]:.1f}" if isinstance(dres, tuple) else
@@ -400,7 +408,7 @@ def batch(sizes=(1000, 10000), closure_sizes=(1000,), repeat: int = 3, seed: int
                 dtxt_duck = f"{md:.1f}" if md is not None else "-"
                 ratio = f"{me / md:.3f}x" if md else "-"
                 mtxt = " ".join(f"{x:10.0f}" if x is not None else f"{'-':>10}" for x in mem)
-                print(f"{name:10} {n:7d} {got:8d} {me:10.1f} {dtxt_duck:>10} {dtxt:>14} {ratio:>14} {mtxt}",
+                print(f"{name:11} {n:7d} {got:8d} {me:10.1f} {dtxt_duck:>10} {dtxt:>14} {ratio:>14} {mtxt}",
                       flush=True)
     finally:
         if ds:
