@@ -99,7 +99,7 @@ class CompiledView:
         self.reads_log = False  # tx-ids/tx-data (queries.txlog): q only
         self._per_tick: list = []  # nested q, fulltext: answers kept for one tick
         # demand: bound arguments of rule calls restrict the rules (queries.magic)
-        query, rules, seeds = magic.demand(query, rules, table.vars if len(table.rows) == 1 else ())
+        query, rules, seeds = magic.demand(query, rules, table.vars)
         self._query_scoped = {id(r) for r in seeds}  # rule bodies that are the query's clauses
         self.rules: dict[str, list[Rule]] = {}
         for r in rules:
@@ -126,6 +126,7 @@ class CompiledView:
             src = self.root.source(len(table.vars), name="inputs")
             start = Rel(src, table.vars)
         self.consts = consts
+        self._start = start  # the :in rows, which the demand's seeds read too
         clauses = local_nots(rewrite(query.where, self.store, ev.dbs), list(table.vars))
         where = self.conj(clauses, start, self.root, {})
         if where is None:
@@ -531,10 +532,14 @@ class CompiledView:
             # a rule body is a scope of its own: the query's scalar inputs (``self.consts``)
             # are not its variables, even where the names agree (an input ?x and a rule's ?x)
             # (but the demand's seeds, made of the query's own clauses: queries.magic)
-            outer = self.consts
-            self.consts = outer if id(r) in self._query_scoped else {}
+            outer, seed = self.consts, id(r) in self._query_scoped
+            self.consts = outer if seed else {}
+            begin = None  # a seed that reads :in variables starts from the :in rows, as the query does
+            if seed and self._start is not None and \
+                    set(self._start.vars) & {v.name for x in r.body for v in free_vars(x)}:
+                begin = self.bring(self._start, c)
             try:
-                body = self.conj(local_nots(rewrite(r.body, self.store, self.ev.dbs), ()), None, c, env)
+                body = self.conj(local_nots(rewrite(r.body, self.store, self.ev.dbs), ()), begin, c, env)
             finally:
                 self.consts = outer
             params = [v.name for v in r.params]

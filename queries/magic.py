@@ -27,7 +27,8 @@ reachable from the seed only.
 Sideways information passing is by data patterns only: in a query or a rule body, an
 argument of a call counts as bound when it is connected to a bound variable (a head's
 bound parameter) or to a *selective* pattern (one with a constant entity or value, or an
-``:in`` scalar) through a chain of patterns that share variables. Those patterns (and the
+``:in`` variable: a scalar, or each value of a collection or relation, which the seed
+then reads as the query does) through a chain of patterns that share variables. Those patterns (and the
 plain predicates over their variables) form the magic rule's body. Patterns that connect
 to nothing bound would only enumerate their whole attribute, so they do not count; a call
 without any bound argument keeps the original rule, which stays in the program. Calls
@@ -337,8 +338,8 @@ def _exit_is_step(exit_rule: Rule, step: Rule, call: RuleCall, ad: Adornment) ->
 def rewrite(query: Query, rules: list[Rule], known: Iterable[str] = ()) -> tuple[Query, list[Rule]]:
     """The query and rules with demand propagated into the calls whose arguments are bound.
 
-    ``known`` names the ``:in`` variables bound to a single value (they make a pattern
-    selective). Returns the inputs unchanged when no call has a bound argument.
+    ``known`` names the ``:in`` variables (they make a pattern selective). Returns the
+    inputs unchanged when no call has a bound argument.
     """
     query, rules, _ = demand(query, rules, known)
     return query, rules

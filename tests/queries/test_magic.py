@@ -175,11 +175,19 @@ def test_demand_seeded_by_an_input_stays_bound_to_it():
     db.transact('[{:db/ident :name :db/valueType :db.type/string :db/unique :db.unique/identity}'
                 ' {:db/ident :start :db/valueType :db.type/long}'
                 ' {:db/ident :limit :db/valueType :db.type/long}]')
-    db.transact('[{:name "p1" :start 0 :limit 3} {:name "p2" :start 0 :limit 1000000000}]')
+    db.transact('[{:name "p1" :start 0 :limit 3} {:name "p2" :start 0 :limit 1000000000}'
+                ' {:name "p3" :start 5 :limit 6}]')
     rules = ('[[(count-up ?e ?v) [?e :start ?v]]'
              ' [(count-up ?e ?w) (count-up ?e ?v) [?e :limit ?l] [(< ?v ?l)] [(inc ?v) ?w]]]')
     query = '[:find [?v ...] :in $ % ?name :where [?e :name ?name] (count-up ?e ?v)]'
     assert sorted(db.q(query, rules, "p1")) == [0, 1, 2, 3]
     view = db.view(query, rules, "p1")
+    # a collection or a relation of inputs seeds the demand with each of its values
+    many = '[:find ?name ?v :in $ % [?name ...] :where [?e :name ?name] (count-up ?e ?v)]'
+    rel = '[:find ?name ?v :in $ % [[?name ?x]] :where [?e :name ?name] (count-up ?e ?v)]'
+    want = {("p1", v) for v in range(4)} | {("p3", 5), ("p3", 6)}
+    assert db.q(many, rules, ["p1", "p3"]) == db.q(rel, rules, [["p1", 0], ["p3", 9]]) == want
+    views = [db.view(many, rules, ["p1", "p3"]), db.view(rel, rules, [["p1", 0], ["p3", 9]])]
     db.transact('[{:db/id [:name "p1"] :limit 4}]')
     assert sorted(view.result()) == sorted(db.q(query, rules, "p1")) == [0, 1, 2, 3, 4]
+    assert views[0].result() == views[1].result() == want | {("p1", 4)}
