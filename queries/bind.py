@@ -31,6 +31,7 @@ from queries.clauses import _bind, _truthy
 from queries.edn import dumps_safe
 from queries.functions import Registry, call
 from queries.schema import is_ident
+from queries.scope import _calls
 from queries.txlog import is_log, placeholder
 from wcoj.errors import QueryError, UnknownAttributeError, excerpt, shown
 from wcoj.zset import ZSet
@@ -75,14 +76,32 @@ class Table:
 UNIT = Table((), {()})
 
 
-def query_vars(clauses: Iterable[Any], store: EavStore, dbs: Iterable[str] = ()) -> tuple[set[str], set[str]]:
+def query_vars(clauses: Iterable[Any], store: EavStore, dbs: Iterable[str] = (),
+               rules: dict[str, list[Rule]] | None = None) -> tuple[set[str], set[str]]:
     """``(ref_vars, attr_vars)`` of ``clauses``, nested ones included (``dbs``: the names
     of the data sources besides ``$`` that are databases).
 
     Ref variables stand in entity positions or values of ref attributes: ints bound to them
     are entity ids, not longs. Attribute variables stand in attribute positions: keywords
-    bound to them are attribute ids.
+    bound to them are attribute ids. A variable passed to a rule (of ``rules``, by name)
+    where the rule's parameter is one of those is one too: ``(f ?e ?y)`` with ``(f ?x ?y)
+    [?x :follows ?y]`` makes ``?e`` a ref variable.
     """
+    refs, attrs = _pattern_vars(clauses, store, dbs)
+    if rules:
+        at_ref, at_attr = _rule_positions(rules, store, dbs)
+        for c in _calls(clauses):
+            for i, a in enumerate(c.args):
+                if isinstance(a, Var):
+                    if i in at_ref.get(c.name, ()):
+                        refs.add(a.name)
+                    if i in at_attr.get(c.name, ()):
+                        attrs.add(a.name)
+    return refs, attrs
+
+
+def _pattern_vars(clauses: Iterable[Any], store: EavStore, dbs: Iterable[str]) -> tuple[set[str], set[str]]:
+    """``query_vars`` from the data patterns alone."""
     refs: set[str] = set()
     attrs: set[str] = set()
     todo = list(clauses)
@@ -98,9 +117,39 @@ def query_vars(clauses: Iterable[Any], store: EavStore, dbs: Iterable[str] = ())
                     and store.has_attribute(str(t[1].value))
                     and store.attribute(str(t[1].value)).value_type == "ref"):
                 refs.add(t[2].name)
+            if len(t) > 3 and isinstance(t[3], Var):  # a transaction is an entity too
+                refs.add(t[3].name)
         elif isinstance(c, (Not, NotJoin, Or, OrJoin, And)):
             todo.extend(c.clauses)
     return refs, attrs
+
+
+def _rule_positions(rules: dict[str, list[Rule]], store: EavStore,
+                    dbs: Iterable[str]) -> tuple[dict[str, set[int]], dict[str, set[int]]]:
+    """Per rule name, the parameter positions that stand for entities and for attributes
+    in some definition of it, through the rules it calls (to a fixed point)."""
+    at_ref: dict[str, set[int]] = {n: set() for n in rules}
+    at_attr: dict[str, set[int]] = {n: set() for n in rules}
+    local = {id(r): _pattern_vars(r.body, store, dbs) for rs in rules.values() for r in rs}
+    changed = True
+    while changed:
+        changed = False
+        for name, rs in rules.items():
+            for r in rs:
+                refs, attrs = (set(x) for x in local[id(r)])
+                for c in _calls(r.body):
+                    for i, a in enumerate(c.args):
+                        if isinstance(a, Var):
+                            if i in at_ref.get(c.name, ()):
+                                refs.add(a.name)
+                            if i in at_attr.get(c.name, ()):
+                                attrs.add(a.name)
+                for i, p in enumerate(r.params):
+                    for names, at in ((refs, at_ref[name]), (attrs, at_attr[name])):
+                        if p.name in names and i not in at:
+                            at.add(i)
+                            changed = True
+    return at_ref, at_attr
 
 
 class DbSource:
@@ -129,7 +178,7 @@ class Binder:
         clauses = list(query.where if query is not None else ())
         clauses += [c for rs in self.rules.values() for r in rs for c in r.body]
         self.dbs = {name: src.store for name, src in self.sources.items() if isinstance(src, DbSource)}
-        self.ref_vars, self.attr_vars = query_vars(clauses, store, self.dbs)
+        self.ref_vars, self.attr_vars = query_vars(clauses, store, self.dbs, self.rules)
 
     # ------------------------------------------------------------------ values
     def encode(self, var: str | None, value: Any) -> int:

@@ -544,3 +544,27 @@ def test_a_rule_s_required_variables_must_be_bound_where_it_is_called():
               '[:find ?n :in $ % :where [_ :name ?n] (or-join [?n] (f ?z ?n) [(= ?n "x")])]'):
         with pytest.raises(UnboundVariableError, match="rule f requires them bound"):
             d.q(q, rules)
+
+
+def test_entity_ids_given_as_inputs_reach_rules_and_transaction_positions():
+    """An int bound to a variable that a rule uses as an entity (directly, or through
+    another rule) is an entity id, as when the variable stands in a data pattern; so is
+    one bound to a pattern's transaction. These returned nothing: the ints were read as
+    longs. (The oracle shares the binder, so the answers here are written out.)"""
+    db = Database()
+    db.transact('[{:db/ident :name :db/valueType :db.type/string :db/unique :db.unique/identity}'
+                ' {:db/ident :follows :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}]')
+    r = db.transact('[{:db/id "a" :name "a"} {:db/id "b" :name "b" :follows "a"}'
+                    ' {:db/id "c" :name "c" :follows "b"}]')
+    a, b, c = (r.tempids[k] for k in "abc")
+    rules = ('[[(f ?x ?y) [?x :follows ?y]] [(g ?p ?q) (f ?p ?q)]'
+             ' [(reach ?x ?y) (f ?x ?y)] [(reach ?x ?y) (f ?x ?z) (reach ?z ?y)]]')
+    assert db.q('[:find ?y :in $ % ?e :where (f ?e ?y)]', rules, b) == {(a,)}
+    assert db.q('[:find ?x :in $ % ?e :where (f ?x ?e)]', rules, a) == {(b,)}
+    assert db.q('[:find ?y :in $ % ?e :where (g ?e ?y)]', rules, c) == {(b,)}
+    assert db.q('[:find ?y :in $ % [?e ...] :where (reach ?e ?y)]', rules, [b, c]) == {(a,), (b,)}
+    assert db.q('[:find ?n :in $ % ?e :where (reach ?e ?y) [?y :name ?n]]', rules, c) == {("a",), ("b",)}
+    assert db.q('[:find ?n :in $ ?tx :where [_ :name ?n ?tx]]', r.tx) == {("a",), ("b",), ("c",)}
+    view = db.view('[:find ?y :in $ % ?e :where (reach ?e ?y)]', rules, c)
+    d = db.transact([{":db/id": "d", ":name": "d"}, [":db/add", a, ":follows", "d"]]).tempids["d"]
+    assert view.result() == {(a,), (b,), (d,)}
