@@ -535,8 +535,8 @@ class CompiledView:
             outer, seed = self.consts, id(r) in self._query_scoped
             self.consts = outer if seed else {}
             begin = None  # a seed that reads :in variables starts from the :in rows, as the query does
-            if seed and self._start is not None and \
-                    set(self._start.vars) & {v.name for x in r.body for v in free_vars(x)}:
+            if seed and self._start is not None and set(self._start.vars) & \
+                    ({v.name for x in r.body for v in free_vars(x)} | {v.name for v in r.params}):
                 begin = self.bring(self._start, c)
             try:
                 body = self.conj(local_nots(rewrite(r.body, self.store, self.ev.dbs), ()), begin, c, env)

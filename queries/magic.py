@@ -355,7 +355,7 @@ def demand(query: Query, rules: list[Rule], known: Iterable[str] = ()) -> tuple[
     if any(len({p.name for p in r.params}) != len(r.params) for r in rules):
         return query, rules, []
     rw = _Rewriter(list(rules), set(known))
-    where = rw.calls(tuple(query.where), set(), [])
+    where = rw.calls(tuple(query.where), set(known), [])  # an input passed to a call binds it
     if where == tuple(query.where):
         return query, rules, []
     seeds = list(rw.out)

@@ -188,6 +188,10 @@ def test_demand_seeded_by_an_input_stays_bound_to_it():
     want = {("p1", v) for v in range(4)} | {("p3", 5), ("p3", 6)}
     assert db.q(many, rules, ["p1", "p3"]) == db.q(rel, rules, [["p1", 0], ["p3", 9]]) == want
     views = [db.view(many, rules, ["p1", "p3"]), db.view(rel, rules, [["p1", 0], ["p3", 9]])]
+    # an entity id given as an input and passed to the call binds it
+    direct = '[:find [?v ...] :in $ % ?e :where (count-up ?e ?v)]'
+    p1 = db.q('[:find ?e . :where [?e :name "p1"]]')
+    assert sorted(db.q(direct, rules, p1)) == [0, 1, 2, 3]
     db.transact('[{:db/id [:name "p1"] :limit 4}]')
     assert sorted(view.result()) == sorted(db.q(query, rules, "p1")) == [0, 1, 2, 3, 4]
     assert views[0].result() == views[1].result() == want | {("p1", 4)}
