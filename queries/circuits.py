@@ -37,6 +37,7 @@ Relies on ``wcoj`` (circuit, operators, generic join), ``queries.bind`` and
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -55,7 +56,7 @@ from queries.clauses import (
 )
 from queries.functions import DB_FUNCTIONS, FUNCTIONS, call
 from queries.refresh import Refresh, stopwatch
-from queries.rewrite import rewrite
+from queries.rewrite import lookup_ref_calls, rewrite
 from queries.fulltext import FullText
 from queries.subquery import Subquery
 from queries.txlog import LOG_FUNCTIONS, log_value
@@ -99,6 +100,7 @@ class CompiledView:
         self.reads_log = False  # tx-ids/tx-data (queries.txlog): q only
         self._per_tick: list = []  # nested q, fulltext: answers kept for one tick
         # demand: bound arguments of rule calls restrict the rules (queries.magic)
+        query = dataclasses.replace(query, where=lookup_ref_calls(query.where, self.store))
         query, rules, seeds = magic.demand(query, rules, table.vars)
         self._query_scoped = {id(r) for r in seeds}  # rule bodies that are the query's clauses
         self.rules: dict[str, list[Rule]] = {}

@@ -10,8 +10,8 @@ may change):
   (and (not [?e :a _]) [(ground d) ?v]))`` (``:a`` must be cardinality one);
 * ``[(get-some $ ?e :a :b) [?attr ?v]]`` is an ``or-join`` with one branch per attribute,
   each taking the attribute when the ones before it are missing;
-* a lookup ref ``[:name "x"]`` as a pattern constant is one more pattern
-  ``[?lr :name "x"]`` joined on a fresh variable;
+* a lookup ref ``[:name "x"]`` as a pattern constant, or as the argument of a rule call,
+  is one more pattern ``[?lr :name "x"]`` joined on a fresh variable;
 * a pattern that names no variable (``[1 :a 2]``, ``[_ :a 2]``) gets a fresh variable in
   its first free position, so every clause binds one;
 * on a database that is not a history, every datom is an assertion, as in Datomic: a
@@ -36,12 +36,12 @@ from typing import Any
 
 from queries.ast import (
     DEFAULT_SRC, And, BindColl, BindScalar, BindTuple, Blank, Const, FnCall, Not, NotJoin, Or, OrJoin,
-    Pattern, Predicate, SrcVar, Var,
+    Pattern, Predicate, RuleCall, SrcVar, Var,
 )
 from queries.edn import Keyword
 from wcoj.errors import QueryError
 
-__all__ = ["rewrite"]
+__all__ = ["rewrite", "lookup_ref_calls"]
 
 _fresh = itertools.count()
 
@@ -66,6 +66,8 @@ def rewrite(clauses: Any, store: Any, dbs: dict | None = None) -> list:
 def _clause(c: Any, store: Any, dbs: dict) -> list:
     if isinstance(c, Pattern):
         return _pattern(c, store, dbs)
+    if isinstance(c, RuleCall) and c.src == DEFAULT_SRC:
+        return _rule_call(c, store)
     if isinstance(c, (Predicate, FnCall)) and c.fn in ("missing?", "get-else", "get-some"):
         return [_db_function(c, store, dbs)]
     if isinstance(c, Not):
@@ -128,6 +130,31 @@ def _pattern(p: Pattern, store: Any, dbs: dict) -> list:
             extra.append(FnCall("ground", (terms[0],), BindScalar(v)))
             terms[0] = v
     return [Pattern(tuple(terms), p.src)] + extra
+
+
+def lookup_ref_calls(clauses: Any, store: Any) -> tuple:
+    """``clauses`` with the lookup refs passed to rule calls at the top level made patterns
+    (as ``rewrite`` does), for the demand rewrite, which runs first: the pattern makes the
+    call's argument bound (``queries.magic``)."""
+    out: list = []
+    for c in clauses:
+        out.extend(_rule_call(c, store) if isinstance(c, RuleCall) and c.src == DEFAULT_SRC else [c])
+    return tuple(out)
+
+
+def _rule_call(c: RuleCall, store: Any) -> list:
+    """A lookup ref passed to a rule, ``(reach [:name "p1"] ?b)``, names its entity, as
+    it would in the data patterns the rule hands it to: one more pattern binds it. (A
+    vector whose attribute is not unique stays a value.)"""
+    args, extra = list(c.args), []
+    for i, a in enumerate(args):
+        if isinstance(a, Const) and _is_lookup_ref(a.value) and store is not None \
+                and store.has_attribute(str(a.value[0])) \
+                and store.attribute(str(a.value[0])).unique is not None:
+            v = _var("lr")
+            extra.append(Pattern((v, Const(Keyword(str(a.value[0]))), Const(a.value[1]))))
+            args[i] = v
+    return extra + [RuleCall(c.name, tuple(args), c.src)] if extra else [c]
 
 
 def _check_unique(attr: str, store: Any, where: Any) -> None:

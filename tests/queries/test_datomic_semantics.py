@@ -565,6 +565,8 @@ def test_entity_ids_given_as_inputs_reach_rules_and_transaction_positions():
     assert db.q('[:find ?y :in $ % [?e ...] :where (reach ?e ?y)]', rules, [b, c]) == {(a,), (b,)}
     assert db.q('[:find ?n :in $ % ?e :where (reach ?e ?y) [?y :name ?n]]', rules, c) == {("a",), ("b",)}
     assert db.q('[:find ?n :in $ ?tx :where [_ :name ?n ?tx]]', r.tx) == {("a",), ("b",), ("c",)}
+    # a lookup ref passed to a rule names its entity, as in the rule's patterns
+    assert db.q('[:find ?y :in $ % :where (reach [:name "c"] ?y)]', rules) == {(a,), (b,)}
     view = db.view('[:find ?y :in $ % ?e :where (reach ?e ?y)]', rules, c)
     d = db.transact([{":db/id": "d", ":name": "d"}, [":db/add", a, ":follows", "d"]]).tempids["d"]
     assert view.result() == {(a,), (b,), (d,)}
