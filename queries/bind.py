@@ -180,6 +180,13 @@ class Binder:
         self.dbs = {name: src.store for name, src in self.sources.items() if isinstance(src, DbSource)}
         self.ref_vars, self.attr_vars = query_vars(clauses, store, self.dbs, self.rules)
 
+    def retype(self, clauses: Iterable[Any]) -> None:
+        """Type the variables of ``clauses`` that the query did not have (a rewrite's
+        fresh ones), as the query's own were: by the positions they stand in."""
+        refs, attrs = query_vars(clauses, self.store, self.dbs, self.rules)
+        self.ref_vars |= refs
+        self.attr_vars |= attrs
+
     # ------------------------------------------------------------------ values
     def encode(self, var: str | None, value: Any) -> int:
         """The id of a value bound to ``var`` (ints on ref variables are entity ids,

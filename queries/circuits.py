@@ -101,6 +101,7 @@ class CompiledView:
         self._per_tick: list = []  # nested q, fulltext: answers kept for one tick
         # demand: bound arguments of rule calls restrict the rules (queries.magic)
         query = dataclasses.replace(query, where=lookup_ref_calls(query.where, self.store))
+        ev.retype(query.where)
         query, rules, seeds = magic.demand(query, rules, table.vars)
         self._query_scoped = {id(r) for r in seeds}  # rule bodies that are the query's clauses
         self.rules: dict[str, list[Rule]] = {}

@@ -56,6 +56,7 @@ from typing import Any
 from queries.ast import (
     DEFAULT_SRC,
     Const,
+    FnCall,
     Pattern,
     Predicate,
     Query,
@@ -91,8 +92,11 @@ def _binding_patterns(clauses: Iterable[Any], bound: set[str], known: set[str]) 
     """The variables bound through patterns connected to ``bound`` or to a selective
     pattern, and those patterns (plus the plain predicates over their variables)."""
     patterns = [c for c in clauses if isinstance(c, Pattern) and c.src == DEFAULT_SRC]
-    reached = set(bound)
-    used: list[Any] = []
+    # [(ground 6) ?k], a constant given a name (queries.rewrite does so for a call's ints)
+    grounds = [c for c in clauses if isinstance(c, FnCall) and c.fn == "ground"
+               and all(isinstance(a, Const) for a in c.args)]
+    reached = set(bound) | {v.name for g in grounds for v in bound_vars(g)}
+    used: list[Any] = list(grounds)
     changed = True
     while changed:
         changed = False

@@ -134,15 +134,16 @@ def _pattern(p: Pattern, store: Any, dbs: dict) -> list:
 
 def lookup_ref_calls(clauses: Any, store: Any) -> tuple:
     """``clauses`` with the lookup refs passed to rule calls at the top level made patterns
-    (as ``rewrite`` does), for the demand rewrite, which runs first: the pattern makes the
-    call's argument bound (``queries.magic``)."""
+    (as ``rewrite`` does), and the ints passed to them bound by ``[(ground n) ?k]``, for
+    the demand rewrite, which runs first: the clause makes the call's argument bound
+    (``queries.magic``). The caller types the new variables (``Binder.retype``)."""
     out: list = []
     for c in clauses:
-        out.extend(_rule_call(c, store) if isinstance(c, RuleCall) and c.src == DEFAULT_SRC else [c])
+        out.extend(_rule_call(c, store, True) if isinstance(c, RuleCall) and c.src == DEFAULT_SRC else [c])
     return tuple(out)
 
 
-def _rule_call(c: RuleCall, store: Any) -> list:
+def _rule_call(c: RuleCall, store: Any, ints: bool = False) -> list:
     """A lookup ref passed to a rule, ``(reach [:name "p1"] ?b)``, names its entity, as
     it would in the data patterns the rule hands it to: one more pattern binds it. (A
     vector whose attribute is not unique stays a value.)"""
@@ -153,6 +154,10 @@ def _rule_call(c: RuleCall, store: Any) -> list:
                 and store.attribute(str(a.value[0])).unique is not None:
             v = _var("lr")
             extra.append(Pattern((v, Const(Keyword(str(a.value[0]))), Const(a.value[1]))))
+            args[i] = v
+        elif ints and isinstance(a, Const) and type(a.value) is int:
+            v = _var("k")
+            extra.append(FnCall("ground", (a,), BindScalar(v)))
             args[i] = v
     return extra + [RuleCall(c.name, tuple(args), c.src)] if extra else [c]
 

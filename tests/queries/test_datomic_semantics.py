@@ -565,6 +565,9 @@ def test_entity_ids_given_as_inputs_reach_rules_and_transaction_positions():
     assert db.q('[:find ?y :in $ % [?e ...] :where (reach ?e ?y)]', rules, [b, c]) == {(a,), (b,)}
     assert db.q('[:find ?n :in $ % ?e :where (reach ?e ?y) [?y :name ?n]]', rules, c) == {("a",), ("b",)}
     assert db.q('[:find ?n :in $ ?tx :where [_ :name ?n ?tx]]', r.tx) == {("a",), ("b",), ("c",)}
+    # an int written in a call is an entity where the rule's parameter stands for one
+    assert db.q('[:find ?y :in $ % :where (reach C ?y)]'.replace("C", str(c)), rules) == {(a,), (b,)}
+    assert db.q('[:find ?x :in $ % :where (f ?x A)]'.replace("A", str(a)), rules) == {(b,)}
     # a lookup ref passed to a rule names its entity, as in the rule's patterns
     assert db.q('[:find ?y :in $ % :where (reach [:name "c"] ?y)]', rules) == {(a,), (b,)}
     view = db.view('[:find ?y :in $ % ?e :where (reach ?e ?y)]', rules, c)

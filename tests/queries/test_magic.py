@@ -192,7 +192,9 @@ def test_demand_seeded_by_an_input_stays_bound_to_it():
     direct = '[:find [?v ...] :in $ % ?e :where (count-up ?e ?v)]'
     p1 = db.q('[:find ?e . :where [?e :name "p1"]]')
     assert sorted(db.q(direct, rules, p1)) == [0, 1, 2, 3]
-    # and so does a lookup ref passed to it
+    # and so does an entity id written in the call, or a lookup ref passed to it
+    assert sorted(db.q('[:find [?v ...] :in $ % :where (count-up %d ?v)]'.replace("%d", str(p1)), rules)) \
+        == [0, 1, 2, 3]
     assert sorted(db.q('[:find [?v ...] :in $ % :where (count-up [:name "p1"] ?v)]', rules)) == [0, 1, 2, 3]
     db.transact('[{:db/id [:name "p1"] :limit 4}]')
     assert sorted(view.result()) == sorted(db.q(query, rules, "p1")) == [0, 1, 2, 3, 4]
