@@ -51,6 +51,11 @@ QUERIES = {
                  (RIGHT,)),
     "marked-by-from": (FROM0.format(r="mreach"), (MARKED_BY,)),
     "hop2-from": (FROM0.format(r="hop2"), (HOP2,)),
+    # bound through :in values and call arguments, not only through patterns
+    "right-inputs": ('[:find ?n ?b :in $ % [?n ...] :where [?a :name ?n] (reach ?a ?b)]',
+                     (RIGHT, ["n0", "n2"])),
+    "right-direct": ('[:find ?b :in $ % ?a :where (reach ?a ?b)]', (RIGHT, [":name", "n1"])),
+    "left-lookup": ('[:find ?b :in $ % :where (reach [:name "n3"] ?b)]', (LEFT,)),
 }
 
 
@@ -61,7 +66,7 @@ def setup(rewrite: bool, monkeypatch):
     eid = {i: r.tempids[f"n{i}"] for i in range(N)}
     with monkeypatch.context() as m:
         if not rewrite:
-            m.setattr(magic, "rewrite", lambda q, rules, known=(): (q, rules))
+            m.setattr(magic, "demand", lambda q, rules, known=(): (q, rules, []))
         views = {name: db.view(q, *inputs, name=name) for name, (q, inputs) in QUERIES.items()}
     return db, eid, views
 
@@ -70,6 +75,8 @@ def test_bound_calls_compile_to_circuits(monkeypatch):
     _, _, views = setup(True, monkeypatch)
     assert {n: v.mode for n, v in views.items()} == {n: "circuit" for n in QUERIES}
     assert any("reach__bf" in note for note in views["right-from"].circuit.notes)
+    _, _, plain = setup(False, monkeypatch)  # the side the oracle test compares with
+    assert not any("__bf" in note for v in plain.values() for note in v.circuit.notes)
 
 
 @settings(deadline=None, max_examples=25)
