@@ -24,8 +24,8 @@ import numpy as np
 from indexes.eav import EavStore
 from indexes.index import Relation
 from queries.ast import (
-    And, BindColl, BindRel, BindScalar, BindTuple, Blank, Const, Not, NotJoin, Or, OrJoin, Pattern,
-    Predicate, Query, Rule, RulesVar, SrcVar, Var, free_vars,
+    And, BindColl, BindRel, BindScalar, BindTuple, Blank, Const, FnCall, Not, NotJoin, Or, OrJoin,
+    Pattern, Predicate, Query, Rule, RulesVar, SrcVar, Var, free_vars,
 )
 from queries.clauses import _bind, _truthy
 from queries.edn import dumps_safe
@@ -119,6 +119,10 @@ def _pattern_vars(clauses: Iterable[Any], store: EavStore, dbs: Iterable[str]) -
                 refs.add(t[2].name)
             if len(t) > 3 and isinstance(t[3], Var):  # a transaction is an entity too
                 refs.add(t[3].name)
+        elif isinstance(c, (Predicate, FnCall)) and c.fn in ("get-else", "get-some", "missing?"):
+            args = [a for a in c.args if not isinstance(a, SrcVar)]
+            if args and isinstance(args[0], Var):  # the entity they read ([?e :a ...] once rewritten)
+                refs.add(args[0].name)
         elif isinstance(c, (Not, NotJoin, Or, OrJoin, And)):
             todo.extend(c.clauses)
     return refs, attrs

@@ -573,3 +573,18 @@ def test_entity_ids_given_as_inputs_reach_rules_and_transaction_positions():
     view = db.view('[:find ?y :in $ % ?e :where (reach ?e ?y)]', rules, c)
     d = db.transact([{":db/id": "d", ":name": "d"}, [":db/add", a, ":follows", "d"]]).tempids["d"]
     assert view.result() == {(a,), (b,), (d,)}
+
+
+def test_an_entity_id_input_reaches_get_else_get_some_and_missing():
+    """The entity argument of the database functions is an entity: an int bound to it is
+    an entity id (it was read as a long, so get-else gave its default for every entity)."""
+    db = Database()
+    db.transact('[{:db/ident :name :db/valueType :db.type/string :db/unique :db.unique/identity}'
+                ' {:db/ident :age :db/valueType :db.type/long}]')
+    r = db.transact('[{:db/id "a" :name "a" :age 3} {:db/id "b" :name "b"}]')
+    a, b = r.tempids["a"], r.tempids["b"]
+    get_else = '[:find ?v . :in $ ?e :where [(get-else $ ?e :age 0) ?v]]'
+    assert (db.q(get_else, a), db.q(get_else, b)) == (3, 0)
+    assert db.q('[:find [?a ...] :in $ ?e :where [(get-some $ ?e :age :name) [?a ?v]]]', a) == [":age"]
+    missing = '[:find ?n :in $ ?e :where [?x :name ?n] [(missing? $ ?e :age)]]'
+    assert (db.q(missing, a), db.q(missing, b)) == (set(), {("a",), ("b",)})
