@@ -279,7 +279,12 @@ class Binder:
                 cols = [(e, "e"), (a, "a"), (v, None), (tx or Blank(), "e")] + op
             terms, seen = [], set()
             for term, role in cols:
-                if isinstance(term, Var) and term.name in consts:
+                twins = self._int_twins(term) if role is None and src is self.store.datoms else None
+                if twins is not None:  # an int where any attribute's value goes: long or entity
+                    fresh = f"_v{next(_fresh)}"
+                    filters.append(((fresh,), lambda col, ks=twins: np.isin(col, ks)))
+                    terms.append(fresh)
+                elif isinstance(term, Var) and term.name in consts:
                     terms.append(consts[term.name])
                 elif isinstance(term, Var):
                     name = term.name
@@ -342,6 +347,19 @@ class Binder:
             raise QueryError(f"pattern {p} repeats a variable; bind a second one and compare "
                              f"with [(= ...)]")
         return rel, tuple(out)
+
+    def _int_twins(self, term: Any) -> np.ndarray | None:
+        """The ids an int written in the value position of a pattern whose attribute is not
+        given matches: the long and the entity of that number, as in Datomic, where an
+        entity id is a long (``[?x ?a 1]`` finds ``:age 1`` and a ref to entity 1); else
+        None. (An input's int there matches as ``encode`` types it: its variable's column
+        would hold two ids for one number.)"""
+        if not isinstance(term, Const) or type(term.value) is not int:
+            return None
+        ids = {self.store.interner.encode(term.value)}
+        if 0 <= term.value < 1 << 56:
+            ids.add(self.store.interner.ref(term.value))
+        return np.array(sorted(ids), dtype=np.int64)
 
     def _const(self, value: Any, role: str | None) -> int:
         if role == "id":

@@ -588,3 +588,19 @@ def test_an_entity_id_input_reaches_get_else_get_some_and_missing():
     assert db.q('[:find [?a ...] :in $ ?e :where [(get-some $ ?e :age :name) [?a ?v]]]', a) == [":age"]
     missing = '[:find ?n :in $ ?e :where [?x :name ?n] [(missing? $ ?e :age)]]'
     assert (db.q(missing, a), db.q(missing, b)) == (set(), {("a",), ("b",)})
+
+
+def test_an_int_written_where_any_attribute_s_value_goes_is_a_long_or_an_entity():
+    """[?x ?a 1] finds :age 1 and a ref to entity 1, as in Datomic, where an entity id is
+    a long (it found only the long). With the attribute written, its type decides."""
+    db = Database()
+    db.transact('[{:db/ident :name :db/valueType :db.type/string :db/unique :db.unique/identity}'
+                ' {:db/ident :age :db/valueType :db.type/long}'
+                ' {:db/ident :friend :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}]')
+    r = db.transact('[{:db/id "a" :name "a" :age 3} {:db/id "b" :name "b" :age 7}]')
+    a, b = r.tempids["a"], r.tempids["b"]
+    db.transact([[":db/add", b, ":friend", a], [":db/add", a, ":friend", b], [":db/add", a, ":age", a]])
+    assert db.q(f'[:find ?x ?attr :where [?x ?attr {a}]]') == {(b, ":friend"), (a, ":age")}
+    assert db.q(f'[:find ?x :where [?x :friend {a}]]') == {(b,)}
+    assert db.q(f'[:find ?x :where [?x :age {a}]]') == {(a,)}
+    assert db.q(f'[:find (count ?x) . :where [?x _ {a}]]') == 2
