@@ -24,12 +24,13 @@ demand becomes ``reach__bf__from(s, ?x)``, the nodes reachable from each demande
 and ``(reach__bf s ?b)`` is an exit rule applied to them, so the work is the rows
 reachable from the seed only.
 
-Sideways information passing is by data patterns only: in a query or a rule body, an
-argument of a call counts as bound when it is connected to a bound variable (a head's
-bound parameter) or to a *selective* pattern (one with a constant entity or value, or an
-``:in`` variable: a scalar, or each value of a collection or relation, which the seed
-then reads as the query does) through a chain of patterns that share variables. Those patterns (and the
-plain predicates over their variables) form the magic rule's body. Patterns that connect
+Sideways information passing is by data patterns: in a query or a rule body, an argument
+of a call counts as bound when it is connected to a bound variable (a head's bound
+parameter, a constant named by ``[(ground c) ?k]``, an ``:in`` variable at the query's
+top level) or to a *selective* pattern (one with a constant entity or value, or an ``:in``
+variable: a scalar, or each value of a collection or relation, which the seed then reads
+as the query does) through a chain of patterns that share variables. Those patterns (and
+the plain predicates over their variables) form the magic rule's body. Patterns that connect
 to nothing bound would only enumerate their whole attribute, so they do not count; a call
 without any bound argument keeps the original rule, which stays in the program. Calls
 inside ``not``, ``or`` and friends keep the original rules too.
