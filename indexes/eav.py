@@ -270,11 +270,13 @@ class EavStore:
         by_aid = self._idents if not self._staged_attrs else \
             {**self._idents, **{self.aid(a): a for a in self._staged_attrs}}
         self.changed = set()
-        aids = sorted(set(rows[:, 1].tolist())) if len(rows) <= SMALL_ROWS else np.unique(rows[:, 1]).tolist()
+        aids = sorted(set(rows[:, 1].tolist())) if len(rows) <= SMALL_ROWS else \
+            np.unique(rows[:, 1]).tolist()
         for aid in aids:
             ident = by_aid[aid]
             m = rows[:, 1] == aid
-            tx.stage(self.relation(ident), ZSet.from_arrays(rows[m][:, [0, 2]], weights[m], arity=2), bounded=True)
+            z = ZSet.from_arrays(rows[m][:, [0, 2]], weights[m], arity=2)
+            tx.stage(self.relation(ident), z, bounded=True)
             self.changed.add(ident)
 
     def committed(self) -> None:

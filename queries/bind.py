@@ -89,15 +89,21 @@ def query_vars(clauses: Iterable[Any], store: EavStore, dbs: Iterable[str] = (),
     """
     refs, attrs = _pattern_vars(clauses, store, dbs)
     if rules:
-        at_ref, at_attr = _rule_positions(rules, store, dbs)
-        for c in _calls(clauses):
-            for i, a in enumerate(c.args):
-                if isinstance(a, Var):
-                    if i in at_ref.get(c.name, ()):
-                        refs.add(a.name)
-                    if i in at_attr.get(c.name, ()):
-                        attrs.add(a.name)
+        _call_vars(clauses, *_rule_positions(rules, store, dbs), refs, attrs)
     return refs, attrs
+
+
+def _call_vars(clauses: Iterable[Any], at_ref: dict[str, set[int]], at_attr: dict[str, set[int]],
+               refs: set[str], attrs: set[str]) -> None:
+    """Add to ``refs``/``attrs`` the variables the rule calls of ``clauses`` pass where
+    the rule's parameter stands for an entity/attribute (``_rule_positions``)."""
+    for c in _calls(clauses):
+        for i, a in enumerate(c.args):
+            if isinstance(a, Var):
+                if i in at_ref.get(c.name, ()):
+                    refs.add(a.name)
+                if i in at_attr.get(c.name, ()):
+                    attrs.add(a.name)
 
 
 def _pattern_vars(clauses: Iterable[Any], store: EavStore, dbs: Iterable[str]) -> tuple[set[str], set[str]]:
@@ -141,13 +147,7 @@ def _rule_positions(rules: dict[str, list[Rule]], store: EavStore,
         for name, rs in rules.items():
             for r in rs:
                 refs, attrs = (set(x) for x in local[id(r)])
-                for c in _calls(r.body):
-                    for i, a in enumerate(c.args):
-                        if isinstance(a, Var):
-                            if i in at_ref.get(c.name, ()):
-                                refs.add(a.name)
-                            if i in at_attr.get(c.name, ()):
-                                attrs.add(a.name)
+                _call_vars(r.body, at_ref, at_attr, refs, attrs)
                 for i, p in enumerate(r.params):
                     for names, at in ((refs, at_ref[name]), (attrs, at_attr[name])):
                         if p.name in names and i not in at:
@@ -158,12 +158,12 @@ def _rule_positions(rules: dict[str, list[Rule]], store: EavStore,
 
 class DbSource:
     """A data source of ``:in`` that is a database (``$old`` given ``db.as_of(t)``): its
-    store, and whether it is a read-only value (which a view may keep reading)."""
+    store."""
 
-    __slots__ = ("store", "read_only")
+    __slots__ = ("store",)
 
-    def __init__(self, store: EavStore, read_only: bool):
-        self.store, self.read_only = store, read_only
+    def __init__(self, store: EavStore):
+        self.store = store
 
 
 class Binder:
@@ -441,7 +441,7 @@ class Inputs:
 def _database(v: Any) -> DbSource | None:
     """``v`` as a database source, when it is a ``Database``."""
     from queries.database import Database
-    return DbSource(v.store, bool(v.read_only)) if isinstance(v, Database) else None
+    return DbSource(v.store) if isinstance(v, Database) else None
 
 
 def _source_rows(d: SrcVar, v: Any) -> list[tuple]:

@@ -56,7 +56,7 @@ from queries.clauses import (
 )
 from queries.functions import DB_FUNCTIONS, FUNCTIONS, call
 from queries.refresh import Refresh, stopwatch
-from queries.rewrite import lookup_ref_calls, rewrite
+from queries.rewrite import call_arguments, rewrite
 from queries.fulltext import FullText
 from queries.subquery import Subquery
 from queries.txlog import LOG_FUNCTIONS, log_value
@@ -100,7 +100,7 @@ class CompiledView:
         self.reads_log = False  # tx-ids/tx-data (queries.txlog): q only
         self._per_tick: list = []  # nested q, fulltext: answers kept for one tick
         # demand: bound arguments of rule calls restrict the rules (queries.magic)
-        query = dataclasses.replace(query, where=lookup_ref_calls(query.where, self.store))
+        query = dataclasses.replace(query, where=call_arguments(query.where, self.store))
         ev.retype(query.where)
         query, rules, seeds = magic.demand(query, rules, table.vars)
         self._query_scoped = {id(r) for r in seeds}  # rule bodies that are the query's clauses

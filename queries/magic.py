@@ -350,7 +350,8 @@ def rewrite(query: Query, rules: list[Rule], known: Iterable[str] = ()) -> tuple
     return query, rules
 
 
-def demand(query: Query, rules: list[Rule], known: Iterable[str] = ()) -> tuple[Query, list[Rule], list[Rule]]:
+def demand(query: Query, rules: list[Rule],
+           known: Iterable[str] = ()) -> tuple[Query, list[Rule], list[Rule]]:
     """``rewrite``, and the seeds of the demand: the rules whose bodies are the query's
     own clauses (``(reach__bf__magic ?a) :- [?a :name ?name]``). Their variables are the
     query's, ``:in`` scalars included, so they compile in the query's scope, where every

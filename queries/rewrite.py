@@ -41,7 +41,7 @@ from queries.ast import (
 from queries.edn import Keyword
 from wcoj.errors import QueryError
 
-__all__ = ["rewrite", "lookup_ref_calls"]
+__all__ = ["rewrite", "call_arguments"]
 
 _fresh = itertools.count()
 
@@ -132,7 +132,7 @@ def _pattern(p: Pattern, store: Any, dbs: dict) -> list:
     return [Pattern(tuple(terms), p.src)] + extra
 
 
-def lookup_ref_calls(clauses: Any, store: Any) -> tuple:
+def call_arguments(clauses: Any, store: Any) -> tuple:
     """``clauses`` with the lookup refs passed to rule calls at the top level made patterns
     (as ``rewrite`` does), and the ints passed to them bound by ``[(ground n) ?k]``, for
     the demand rewrite, which runs first: the clause makes the call's argument bound
