@@ -30,7 +30,7 @@ from numba import njit
 from .memory import BASE, DENSE, HI, LO, N, V, cycles, kernel, load, prefetch, row_kernel
 from .search import bsearch, gallop
 from .store import NEED_ROOM, OK, OVERFLOW, apply_row, find
-from .zsets import _add_overflows, _mul_overflows, _row_less, sorted_order
+from .zsets import I64_MAX, _add_overflows, _mul_overflows, _row_less, radix_sort_into, sorted_order
 
 __all__ = ["OK", "NEED_ROOM", "OVERFLOW", "FULL", "BAD_ID", "LAYOUT", "EDGES", "edge_changes", "cycle_rate", "at0",
            "find_in",
@@ -224,27 +224,80 @@ def prefetch_edge(B, layout, row, edges, j, lists):
     prefetch_change(B, layout, row, 0, lists)
 
 
+PACKED_ROWS = 64  # consolidate packs more rows than this for a radix sort (see there)
+
+
+@row_kernel
+def _packing(out, m, shifts):
+    """Bits to pack the order columns of ``out[:m]`` (0, then 2 on) into one int64 with
+    column 0 most significant, and each column's shift in ``shifts`` (its least value in
+    ``shifts[c + out.shape[1]]``); -1 when more than 63 bits would be needed."""
+    w = out.shape[1]
+    bits = 0
+    for c in range(w - 1, -1, -1):
+        if c == 1:  # the weight does not order
+            continue
+        lo = hi = out[0, c]
+        for i in range(1, m):
+            x = out[i, c]
+            if x < lo:
+                lo = x
+            elif x > hi:
+                hi = x
+        if lo < 0 <= hi and hi > I64_MAX + lo:  # the column's span does not fit in int64
+            return -1
+        span = hi - lo
+        b = 0
+        while span > 0:
+            span >>= 1
+            b += 1
+        shifts[c], shifts[w + c] = bits, lo
+        bits += b
+        if bits > 63:
+            return -1
+    return bits
+
+
 @kernel
 def consolidate(out, m):
     """The ``m`` rows of ``out`` (``[view, weight, keys...]``) sorted by view then keys,
     equal rows summed, zeros dropped: a new array, or ``out[:0]`` when there is no row
     (most single-edge ticks; nothing allocated). (A sum cannot overflow: every row's
-    weight went into its view's count, which was checked.)"""
+    weight went into its view's count, which was checked.)
+
+    Up to ``PACKED_ROWS`` rows, or rows whose columns do not pack into 63 bits, a merge
+    sort of the rows; more rows are packed into one int64 each and radix sorted (a tick
+    of 1,000 edges of email-Enron changes ~10^4 triangles: the merge sort took ~40% of
+    it)."""
     if m == 0:
         return out[:0]
-    idx = sorted_order(out, m, 2)  # column 1, the weight, does not order
-    res = np.empty((m, out.shape[1]), dtype=np.int64)
+    w = out.shape[1]
+    shifts = np.empty(2 * w, dtype=np.int64)
+    bits = _packing(out, m, shifts) if m > PACKED_ROWS else -1
+    packed = np.empty(m if bits >= 0 else 0, dtype=np.int64)
+    if bits >= 0:
+        for i in range(m):
+            v = 0
+            for c in range(w):
+                if c != 1:
+                    v |= (out[i, c] - shifts[w + c]) << shifts[c]
+            packed[i] = v
+        idx = np.empty(m, dtype=np.int64)
+        radix_sort_into(packed.copy(), bits, idx, packed)  # packed: sorted now
+    else:
+        idx = sorted_order(out, m, 2)  # column 1, the weight, does not order
+    res = np.empty((m, w), dtype=np.int64)
     n = 0
     i = 0
     while i < m:
         a = idx[i]
         s = out[a, 1]
         j = i + 1
-        while j < m and not _row_less(out, a, idx[j], 2):  # equal rows (sorted: not less)
-            s += out[idx[j], 1]
+        while j < m and (packed[j] == packed[i] if bits >= 0 else not _row_less(out, a, idx[j], 2)):
+            s += out[idx[j], 1]  # equal rows (sorted: not less)
             j += 1
         if s != 0:
-            for c in range(out.shape[1]):
+            for c in range(w):
                 res[n, c] = out[a, c]
             res[n, 1] = s
             n += 1
