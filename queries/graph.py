@@ -55,8 +55,10 @@ __all__ = ["Graph", "GraphView", "Tick", "StreamResult", "StreamError", "as_edge
 I64 = npt.NDArray[np.int64]
 MAX_ID = (1 << 62) - 1
 _OPS = {"<": np.less, "!=": np.not_equal}
+# Writable, as every edge array a tick's kernel is given: Numba compiles a kernel once per
+# set of argument types, and a read-only array is a type of its own (2-3 s of compiling
+# the tick once more on a cold cache). It has no element to write.
 _NO_EDGES = np.zeros((0, 2), dtype=np.int64)
-_NO_EDGES.flags.writeable = False
 _I64 = np.dtype(np.int64)
 
 
@@ -75,10 +77,11 @@ def _interruptible(method):
 
 
 def _edge_input(edges, what: str) -> I64:
-    """``edges`` as a C-contiguous ``int64[m, 2]`` array (shape and dtype checked; the
-    range of the ids is checked by whoever reads them: ``as_edge_array`` or a tick's
-    kernel)."""
-    if type(edges) is np.ndarray and edges.dtype is _I64 and edges.strides == (16, 8) and edges.shape[1] == 2:
+    """``edges`` as a writable C-contiguous ``int64[m, 2]`` array (shape and dtype
+    checked; the range of the ids is checked by whoever reads them: ``as_edge_array`` or a
+    tick's kernel). A read-only array is copied (see ``_NO_EDGES``)."""
+    if (type(edges) is np.ndarray and edges.dtype is _I64 and edges.strides == (16, 8) and edges.shape[1] == 2
+            and edges.flags.writeable):
         return edges
     arr = array_of(edges, what)
     if arr.size == 0:
@@ -90,7 +93,8 @@ def _edge_input(edges, what: str) -> I64:
     if arr.dtype == np.uint64 and int(arr.max()) > MAX_ID:
         bad = int(np.argmax(arr.max(axis=1) > MAX_ID))
         raise InputError(f"{what}: node id {int(arr[bad].max())} in row {bad} is out of range [0, 2**62)")
-    return np.ascontiguousarray(arr, dtype=np.int64)
+    out = np.ascontiguousarray(arr, dtype=np.int64)
+    return out if out.flags.writeable else out.copy()
 
 
 def _bad_id(arr: I64, flat: int, what: str) -> InputError:

@@ -405,6 +405,34 @@ def test_warm_up_runs_every_pattern_and_leaves_other_graphs_alone():
     g.check_views()
 
 
+@pytest.mark.parametrize("route", ["change by change", "staged"])
+def test_every_form_of_apply_runs_the_tick_warm_up_compiled(monkeypatch, route):
+    """``apply`` with inserts only, deletes only, a list or a read-only array calls the
+    tick's kernels with the argument types of the form ``warm_up`` runs (both arrays):
+    each other set of types would compile the tick again (2-3 s on a cold cache)."""
+    from wcoj.kernels.tick import edge_changes
+
+    if route == "staged":
+        monkeypatch.setattr(config, "CHANGE_ROWS", 0)
+    g = Graph()
+    g.load_edges(np.array([[1, 2], [2, 3], [1, 3]]))
+    g.view("triangle")
+    g.apply(inserts=np.array([[3, 4]]), deletes=np.array([[1, 2]]))   # as warm_up does
+    kernel = g._change_plan().kernels.run if route == "change by change" else edge_changes
+    if not hasattr(kernel, "signatures"):
+        pytest.skip("kernels run as Python (NUMBA_DISABLE_JIT)")
+    before = set(kernel.signatures)
+    frozen = np.array([[2, 4]])
+    frozen.flags.writeable = False
+    g.apply(inserts=np.array([[1, 2]]))
+    g.apply(deletes=np.array([[3, 4]]))
+    g.apply(inserts=frozen)
+    g.apply(inserts=[(5, 6)], deletes=frozen)
+    assert set(kernel.signatures) == before
+    assert g.view("triangle").count == 1  # 1-2-3
+    g.check_views()
+
+
 @pytest.mark.parametrize("pattern", ["triangle", "4-cycle", "3-cycle"])
 def test_a_view_builds_the_indexes_of_its_delta_terms_when_registered(pattern):
     g = Graph(directed=pattern == "3-cycle")
