@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import functools
 import json
 import sys
 import time
@@ -29,6 +30,7 @@ from tqdm import tqdm
 from queries.graph import Graph, settle_heap, warm_up
 from queries.graphio import iter_change_rows, read_edges
 from queries.patterns import PATTERN_NAMES, Pattern, by_name
+from queries.progress import duration, slow_step
 from queries.stream import last_line_wins
 from wcoj.errors import InputError, WcojError, as_interrupt, excerpt
 from wcoj.zset import ZSet
@@ -295,6 +297,11 @@ def _say(args, message: str) -> None:
         print(f"wcoj: {message}", file=sys.stderr)
 
 
+def _slow_step(args, what: str, done: bool = True):
+    """``progress.slow_step`` saying on stderr, silent under ``--quiet``."""
+    return slow_step(None if args.quiet else functools.partial(_say, args), what, done=done)
+
+
 def _load(args, patterns: list[tuple[str, Pattern]]) -> tuple[Graph, bool]:
     """Read ``--graph`` into a fresh ``Graph``; timings on stderr."""
     directed = args.directed or _uses_directed(patterns)
@@ -323,8 +330,9 @@ def _count(args) -> int:
     g, _ = _load(args, patterns)
     for label, p in patterns:
         t0 = time.perf_counter()
-        n = g.count(p)
-        _say(args, f"{label}: counted in {time.perf_counter() - t0:.2f} s")
+        with _slow_step(args, f"counting {label}", done=False):
+            n = g.count(p)
+        _say(args, f"{label}: counted in {duration(time.perf_counter() - t0)}")
         print(n if len(patterns) == 1 else f"{label}\t{n}", flush=True)
     return 0
 
@@ -364,10 +372,12 @@ def _stream(args) -> int:
     patterns = _patterns(args.pattern)
     g, directed = _load(args, patterns)
     t0 = time.perf_counter()
-    views = [(label, g.view(p, name=label)) for label, p in patterns]
+    with _slow_step(args, "counting the initial results", done=False):
+        views = [(label, g.view(p, name=label)) for label, p in patterns]
     _say(args, "initial counts " + ", ".join(f"{label}={v.count:,}" for label, v in views)
-         + f" in {time.perf_counter() - t0:.2f} s")
-    warm_up([p for _, p in patterns], directed=directed)  # kernels loaded before tick 1
+         + f" in {duration(time.perf_counter() - t0)}")
+    with _slow_step(args, "preparing the tick kernels"):
+        warm_up([p for _, p in patterns], directed=directed)  # kernels loaded before tick 1
     settle_heap()  # the loaded state is long-lived: keep full collections off the ticks
     table = args.format == "table"
     n_ticks, total = 0, 0.0
@@ -396,7 +406,8 @@ def _stream(args) -> int:
             n_ticks += len(res)
             bar.update(len(res))
     sys.stdout.flush()
-    _say(args, f"{n_ticks} ticks applied in {total:.2f} s")
+    _say(args, f"{n_ticks:,} ticks applied in {duration(total)}"
+               + (f" ({duration(total / n_ticks)} a tick)" if n_ticks else ""))
     return 0
 
 

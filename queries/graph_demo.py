@@ -34,6 +34,7 @@ from tqdm import tqdm
 
 from queries.graph import Graph, settle_heap, warm_up
 from queries.graphio import generate_changes, generate_power_law
+from queries.progress import slow_step
 
 __all__ = ["main", "run"]
 
@@ -83,10 +84,12 @@ def run(n_edges: int, n_ticks: int, per_tick: int, seed: int = 0, avg_degree: fl
     views = {}
     for name in PATTERNS:
         t = time.perf_counter()
-        views[name] = g.view(name, name=name)
+        with slow_step(_log, f"counting {name}s from scratch", done=False):
+            views[name] = g.view(name, name=name)
         _log(f"{name}: {views[name].count:,} from scratch in {time.perf_counter() - t:.1f} s")
 
-    warm_up(PATTERNS, streams=False)  # every kernel its ticks use loaded before tick 1: steady latencies
+    with slow_step(_log, "preparing the tick kernels"):
+        warm_up(PATTERNS, streams=False)  # every kernel its ticks use loaded before tick 1: steady latencies
     settle_heap()  # the loaded state is long-lived: keep full collections off the ticks
     _log(f"{'tick':>5} {'changes':>8} {'triangles':>12} {'4-cycles':>14} {'ms':>8}")
     seconds = []
