@@ -189,10 +189,11 @@ def _db_open(path: str, must_exist: bool = True, **kw):
     return Database.open(path, **kw)
 
 
-def _db_files(db, files: list[str]) -> None:
+def _db_files(db, files: list[str], args) -> None:
     from pathlib import Path
     for f in files:
-        r = db.transact(Path(f).read_text())
+        with _slow_step(args, f"transacting {f}"):
+            r = db.transact(Path(f).read_text())
         print(f"{f}\ttx {r.tx}\t{len(r.tx_data)} datoms")
 
 
@@ -201,13 +202,13 @@ def _db_create(args) -> int:
     if (Path(args.path) / "log.sqlite").exists():
         raise InputError(f"{args.path} holds a database already; use 'wcoj db transact'")
     with _db_open(args.path, False, snapshot_every=args.snapshot_every) as db:
-        _db_files(db, args.files)
+        _db_files(db, args.files, args)
     return 0
 
 
 def _db_transact(args) -> int:
     with _db_open(args.path) as db:
-        _db_files(db, args.files)
+        _db_files(db, args.files, args)
     return 0
 
 
@@ -232,7 +233,8 @@ def _db_query(args) -> int:
     with _db_open(args.path) as db:
         src = db.as_of(_db_point(args.as_of)) if args.as_of else \
             db.since(_db_point(args.since)) if args.since else db.history() if args.history else db
-        result = src.q(text, *[loads(x) for x in args.inputs])
+        with _slow_step(args, "running the query"):
+            result = src.q(text, *[loads(x) for x in args.inputs])
     if isinstance(result, set):
         for line in sorted(dumps(list(r)) for r in result):
             print(line)
@@ -293,13 +295,14 @@ def _bar(quiet: bool, **kw) -> tqdm:
 
 
 def _say(args, message: str) -> None:
-    if not args.quiet:
+    if not getattr(args, "quiet", False):
         print(f"wcoj: {message}", file=sys.stderr)
 
 
 def _slow_step(args, what: str, done: bool = True):
     """``progress.slow_step`` saying on stderr, silent under ``--quiet``."""
-    return slow_step(None if args.quiet else functools.partial(_say, args), what, done=done)
+    quiet = getattr(args, "quiet", False)  # (the db commands have no --quiet: stdout holds their answer)
+    return slow_step(None if quiet else functools.partial(_say, args), what, done=done)
 
 
 def _load(args, patterns: list[tuple[str, Pattern]]) -> tuple[Graph, bool]:
