@@ -16,9 +16,9 @@ and exits with status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import importlib.util
-import functools
 import json
 import sys
 import time
