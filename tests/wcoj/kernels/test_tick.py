@@ -11,7 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from indexes.transaction import ChangePlan, Store
-from wcoj.kernels.tick import PACKED_ROWS, consolidate
+from wcoj.kernels.tick import RADIX_ROWS, consolidate
 from wcoj import config
 from wcoj.errors import WeightOverflowError
 from wcoj.generic_join import IncrementalGenericJoin
@@ -109,12 +109,13 @@ def _summed(rows):
 @st.composite
 def tick_rows(draw):
     """Rows ``(view, weight, keys...)``: keys of 1 to 4 columns from a range of 4, 2**20
-    or 2**64 values (the last do not pack), some rows repeated with the opposite weight."""
+    or 2**64 values (whose span does not fit in int64), some rows repeated with the
+    opposite weight."""
     width = draw(st.integers(1, 4))
     low = draw(st.sampled_from([0, -2**63, 2**40]))
     span = draw(st.sampled_from([4, 2**20, 2**64]))
     value = st.integers(low, min(low + span, 2**63) - 1)
-    n = draw(st.sampled_from([0, 1, 5, PACKED_ROWS, PACKED_ROWS + 1, 300]))
+    n = draw(st.sampled_from([0, 1, 5, RADIX_ROWS, RADIX_ROWS + 1, 300]))
     rows = draw(st.lists(st.tuples(st.integers(0, 2), st.sampled_from([1, -1, 2]), *[value] * width),
                          min_size=n, max_size=n))
     copies = draw(st.integers(0, 3))
@@ -122,21 +123,22 @@ def tick_rows(draw):
 
 
 def _edge_rows(width, values):
-    """``PACKED_ROWS + 1`` rows of views 0 to 2 whose key columns take ``values`` in
+    """``RADIX_ROWS + 1`` rows of views 0 to 2 whose key columns take ``values`` in
     turn, some repeated (weights -1 and 2)."""
-    rows = [(i % 3, 1, *[values[(i // 3 + j) % len(values)] for j in range(width)]) for i in range(PACKED_ROWS + 1)]
+    rows = [(i % 3, 1, *[values[(i // 3 + j) % len(values)] for j in range(width)]) for i in range(RADIX_ROWS + 1)]
     return width, rows + [(v, -1, *k) for v, _, *k in rows[::5]] + [(v, 2, *k) for v, _, *k in rows[1::5]]
 
 
 @settings(max_examples=60)
 @example(_edge_rows(1, [-2**63, 2**63 - 1, 0]))  # a column's span does not fit in int64
 @example(_edge_rows(1, [-2**63, 0]))              # nor here, by one
-@example(_edge_rows(2, [0, 2**30, 2**31 - 1]))    # 2 + 31 + 31 bits: one too many to pack
-@example(_edge_rows(1, [0, 2**60, 2**61 - 1]))    # 2 + 61 bits: packed
+@example(_edge_rows(2, [0, 2**30, 2**31 - 1]))    # 31 bits a column: 3 radix passes each
+@example(_edge_rows(1, [0, 2**60, 2**62]))        # 63 bits: 6 passes
 @given(tick_rows())
-def test_consolidate_sorts_and_sums_rows_packed_or_not(arg):
-    """Up to ``PACKED_ROWS`` rows and rows whose columns span more than 63 bits take the
-    merge sort, others the packed radix sort: both must give the oracle's rows."""
+def test_consolidate_sorts_and_sums_rows_by_radix_or_merge(arg):
+    """Up to ``RADIX_ROWS`` rows, and rows with a column whose span does not fit in
+    int64, take the merge sort; others the radix sort of rows: both must give the
+    oracle's rows."""
     width, rows = arg
     out = np.array(rows, dtype=np.int64).reshape(len(rows), 2 + width)
     got = consolidate(out.copy(), len(rows))
@@ -146,13 +148,13 @@ def test_consolidate_sorts_and_sums_rows_packed_or_not(arg):
 @settings(max_examples=15)
 @given(st.dictionaries(st.tuples(st.integers(0, 11), st.integers(0, 11)), weights, min_size=80, max_size=120))
 def test_a_tick_changing_many_rows_equals_the_staged_delta(dR):
-    """A tick whose change has more rows than ``PACKED_ROWS`` (its rows are radix sorted)."""
+    """A tick whose change has more rows than ``RADIX_ROWS`` (its rows are radix sorted)."""
     a_store, a_rels, a_join = build("triangle")
     b_store, b_rels, b_join = build("triangle")
     plan = ChangePlan(a_store, [a_join], [a_rels["R"], a_rels["S"]])
     for tick in (dR, {r: -w for r, w in list(dR.items())[::2]}):
         (keys, w), = plan.run(change_list(tick, {}))
-        assert len(keys) > PACKED_ROWS or tick is not dR  # the first tick's rows are packed
+        assert len(keys) > RADIX_ROWS or tick is not dR  # the first tick's rows are radix sorted
         with b_store.transaction() as tx:
             tx.stage(b_rels["R"], ZSet.from_dict(tick, arity=2))
             want = b_join.delta()
