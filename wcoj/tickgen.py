@@ -351,7 +351,6 @@ def run(B, layout, rows, ch, ins, dels, start, dcounts, counts, sets, out, work)
     return -1, n_primary, ch, OK, n, 0, 0, 0, consolidate(out, m)
 
 
-
 @kernel
 def stream_run(B, layout, rows, edges, bounds, t0, dcounts, counts, sets, tcounts, stamps):
     """Ticks ``t0 ..`` of a stream, each one graph tick of ``run``: tick ``t`` inserts
