@@ -41,11 +41,13 @@ Relies on ``queries.ast``; used by ``queries.circuits`` before it compiles rules
 >>> q = parse_query('[:find ?b :in $ % :where [?a :name "p1"] (reach ?a ?b)]')
 >>> rs = parse_rules('[[(reach ?a ?b) [?a :follows ?b]] '
 ...                  '[(reach ?a ?b) [?a :follows ?x] (reach ?x ?b)]]')
->>> q2, rs2 = rewrite(q, rs)
+>>> q2, rs2, seeds = demand(q, rs)
 >>> q2.where[1].edn()
 '(reach__bf ?a ?b)'
 >>> sorted({r.name for r in rs2})
 ['reach', 'reach__bf', 'reach__bf__from', 'reach__bf__magic']
+>>> [r.name for r in seeds]
+['reach__bf__magic']
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ from queries.ast import (
 from queries.functions import FUNCTIONS
 from queries.scope import _calls
 
-__all__ = ["rewrite", "demand", "canonical", "renamed"]
+__all__ = ["demand", "canonical", "renamed"]
 
 Adornment = tuple[bool, ...]
 
@@ -340,22 +342,15 @@ def _exit_is_step(exit_rule: Rule, step: Rule, call: RuleCall, ad: Adornment) ->
     return canonical(rest, tag)[0] == canonical(exit_rule.body, tag_exit)[0]
 
 
-def rewrite(query: Query, rules: list[Rule], known: Iterable[str] = ()) -> tuple[Query, list[Rule]]:
-    """The query and rules with demand propagated into the calls whose arguments are bound.
-
-    ``known`` names the ``:in`` variables (they make a pattern selective). Returns the
-    inputs unchanged when no call has a bound argument.
-    """
-    query, rules, _ = demand(query, rules, known)
-    return query, rules
-
-
 def demand(query: Query, rules: list[Rule],
            known: Iterable[str] = ()) -> tuple[Query, list[Rule], list[Rule]]:
-    """``rewrite``, and the seeds of the demand: the rules whose bodies are the query's
-    own clauses (``(reach__bf__magic ?a) :- [?a :name ?name]``). Their variables are the
-    query's, ``:in`` scalars included, so they compile in the query's scope, where every
-    other rule body is a scope of its own."""
+    """``(query, rules, seeds)``: the query and rules with demand propagated into the
+    calls whose arguments are bound (``known`` names the ``:in`` variables, which make a
+    pattern selective), and the seeds of the demand, the rules whose bodies are the
+    query's own clauses (``(reach__bf__magic ?a) :- [?a :name ?name]``). The seeds'
+    variables are the query's, ``:in`` scalars included, so they compile in the query's
+    scope, where every other rule body is a scope of its own. Returns the inputs
+    unchanged (and no seed) when no call has a bound argument."""
     if not rules:
         return query, rules, []
     if any(len({p.name for p in r.params}) != len(r.params) for r in rules):

@@ -111,7 +111,7 @@ def test_views_equal_with_and_without_demand_after_every_transaction(stream):
 
 def test_right_linear_rules_are_factored():
     q = parse_query(FROM0.format(r="reach"))
-    q2, rules = magic.rewrite(q, parse_rules(RIGHT))
+    q2, rules = magic.demand(q, parse_rules(RIGHT))[:2]
     by = {}
     for r in rules:
         by.setdefault(r.name, []).append(r.edn())
@@ -122,7 +122,7 @@ def test_right_linear_rules_are_factored():
         '[(reach__bf__from ?__s0 ?x) (reach__bf__from ?__s0 ?a) [?a :edge ?x]]']
     assert by["reach__bf"] == ['[(reach__bf ?__s0 ?__y0) (reach__bf__from ?__s0 ?__y0)]']
     # an exit unlike the step: `from` takes zero steps or more, then the exit joins
-    _, rules = magic.rewrite(parse_query(FROM0.format(r="mreach")), parse_rules(MARKED_BY))
+    _, rules = magic.demand(parse_query(FROM0.format(r="mreach")), parse_rules(MARKED_BY))[:2]
     by = {}
     for r in rules:
         by.setdefault(r.name, []).append(r.edn())
@@ -131,14 +131,14 @@ def test_right_linear_rules_are_factored():
         '[(mreach__bf__from ?__s0 ?x) (mreach__bf__from ?__s0 ?a) [?a :edge ?x]]']
     assert by["mreach__bf"] == ['[(mreach__bf ?__s0 ?b) (mreach__bf__from ?__s0 ?a) [?a :mark ?b]]']
     # two hops, the middle variable named differently in the exit and the step
-    _, rules = magic.rewrite(parse_query(FROM0.format(r="hop2")), parse_rules(HOP2))
+    _, rules = magic.demand(parse_query(FROM0.format(r="hop2")), parse_rules(HOP2))[:2]
     assert [r.edn() for r in rules if r.name == "hop2__bf"] == \
         ['[(hop2__bf ?__s0 ?__y0) (hop2__bf__from ?__s0 ?__y0)]']
 
 
 def test_left_linear_rules_keep_their_demand_at_the_seed():
     q = parse_query(FROM0.format(r="reach"))
-    _, rules = magic.rewrite(q, parse_rules(LEFT))
+    _, rules = magic.demand(q, parse_rules(LEFT))[:2]
     magic_rules = sorted(r.edn() for r in rules if r.name == "reach__bf__magic")
     assert magic_rules == ['[(reach__bf__magic ?a) (reach__bf__magic ?a)]',
                            '[(reach__bf__magic ?a) [?a :name "n0"]]']
@@ -150,13 +150,13 @@ def test_unselective_or_unbound_calls_are_left_alone():
                  '[:find ?a ?b :in $ % :where [?a :name _] (reach ?a ?b)]',
                  '[:find ?a :in $ % :where [?a :name _] (not (reach ?a ?a))]'):
         q = parse_query(text)
-        assert magic.rewrite(q, rules) == (q, rules)
+        assert magic.demand(q, rules) == (q, rules, [])
 
 
 def test_a_user_rule_named_like_an_adorned_one_turns_the_rewrite_off():
     rules = parse_rules(RIGHT[:-1] + ' [(reach__bf ?a ?b) [?a :edge ?b]]]')
     q = parse_query(FROM0.format(r="reach"))
-    assert magic.rewrite(q, rules) == (q, rules)
+    assert magic.demand(q, rules) == (q, rules, [])
 
 
 def test_clause_lists_that_repeat_patterns_share_one_core_join(monkeypatch):
