@@ -44,7 +44,8 @@ from indexes.index import Relation
 from wcoj.errors import WeightOverflowError, as_interrupt
 from wcoj.program import pack
 from wcoj.tables import TableBlock
-from wcoj.tickgen import NEED_ROOM, OK, AtomSpec, TermSpec, compile_plan, cycle_rate, edge_changes, rows_of
+from wcoj.tickgen import (EDGE_ROWS, FULL, NEED_ROOM, OK, AtomSpec, TermSpec, compile_plan, cycle_rate, edge_changes,
+                          rows_of)
 from wcoj.zset import ZSet
 
 __all__ = ["Store", "Transaction", "ChangePlan", "deferred_interrupts", "interrupts_default"]
@@ -223,12 +224,21 @@ class ChangePlan:
         self.rows = np.array(rows_of(terms), dtype=np.int64)
         self.counts = np.zeros(len(self.joins) + 1, dtype=np.int64)
         self._dcounts = np.zeros(len(self.joins) + 1, dtype=np.int64)  # run_edges' scratch
-        self._no_changes = np.empty((0, max_arity + 2), dtype=np.int64)  # the kernel's ch, ins, dels
-        self._no_edges = np.empty((0, 2), dtype=np.int64)               # when not given
-        self._scratch = (np.empty((64, max(self.widths, default=1) + 2), dtype=np.int64),  # the kernel's
-                         np.zeros((5, max(max_arity, len(self.counts))), dtype=np.int64))  # (see tickgen)
+        self._no_edges = np.empty((0, 2), dtype=np.int64)               # the kernel's ins, dels when not given
+        self._ch = np.zeros((KEEP_ROWS, max_arity + 2), dtype=np.int64)  # an edge tick's changes
+        self._work = np.zeros((5, max(max_arity, len(self.counts))), dtype=np.int64)  # (see tickgen)
+        self._buffers(KEEP_ROWS)
         self._unchanged = tuple(ZSet.empty(w) for w in self.widths)      # a tick no view saw
         self.generation = store.block.generation
+
+    def _buffers(self, rows: int, keep: int = 0) -> None:
+        """The views' rows and their consolidation: room for ``rows`` rows, the first
+        ``keep`` of the rows kept."""
+        old = self._out if keep else None
+        self._out = np.empty((rows, max(self.widths, default=1) + 2), dtype=np.int64)
+        self._res = np.empty_like(self._out)
+        if keep:
+            self._out[:keep] = old[:keep]
 
     def current(self) -> bool:
         """Whether no index was added to the store since the plan was made."""
@@ -242,27 +252,34 @@ class ChangePlan:
 
     def run_edges(self, ins: np.ndarray, dels: np.ndarray):
         """A graph tick of edge inserts and deletes (``int64[n, 2]``), change by change:
-        ``(bad, (ch, n_primary), per view its change, a ZSet)``; ``bad`` >= 0 names an id
-        out of range (flat position in ``ins`` then ``dels``; nothing done). The first
-        ``n_primary`` changes of ``ch`` are the primary relation's (``primary_delta``
-        makes them a Z-set). The counts are updated. Raises ``WeightOverflowError``
-        (nothing changed)."""
-        dcounts = self._dcounts
-        dcounts.fill(0)
-        bad, n_primary, ch, *out = self._call(self._no_changes, ins, dels, 0, dcounts)
+        ``(bad, delta, per view its change, a ZSet)``; ``bad`` >= 0 names an id out of
+        range (flat position in ``ins`` then ``dels``; nothing done). ``delta`` is the
+        primary relation's change, as ``(make, *args)`` for ``queries.graph.Tick``. The
+        counts are updated. Raises ``WeightOverflowError`` (nothing changed)."""
+        k = EDGE_ROWS * (len(ins) + len(dels))
+        if k > len(self._ch):
+            self._ch = np.zeros((k, self._ch.shape[1]), dtype=np.int64)
+        ch = self._ch
+        bad, n_primary, n, *r, a, b, w = self.kernels.run(
+            self.store.block.array, self.layout, self.rows, ch, True, ins, dels, 0, 0, self._dcounts, self.counts,
+            self.sets, self._out, self._res, self._work)
         if bad >= 0:
             return bad, None, None
-        if out[0] != OK:
-            out = self._resume(out, ch, dcounts)
-        rows = out[5]
-        if rows.shape[0] == 0:  # most single-edge ticks change no view
-            return -1, (ch, n_primary), self._unchanged
-        return -1, (ch, n_primary), [ZSet(k, w) for k, w in self._split(rows)]
-
-    @staticmethod
-    def primary_delta(ch: np.ndarray, n_primary: int) -> ZSet:
-        """The primary relation's change of a ``run_edges`` tick, as a Z-set of its own."""
-        return ZSet(ch[:n_primary, 2:4].copy(), ch[:n_primary, 1].copy())
+        if r[0] != OK:
+            r[-1] = self._resume(r, ch[:n], self._dcounts)
+        if n_primary == 1:
+            delta = (_one_change, a, b, w)
+        elif n_primary == 0:
+            delta = _NO_CHANGE
+        else:  # the buffer is the next tick's: keep the primary rows
+            delta = (_changes, ch[:n_primary, 1:4].copy())
+        if r[-1] == 0:  # most single-edge ticks change no view
+            views = self._unchanged
+        else:
+            views = self._views(r[-1])
+        if k > KEEP_ROWS or len(self._out) > KEEP_ROWS:  # a large tick grew the buffers: give them back
+            self._shrink()
+        return -1, delta, views
 
     def run_stream(self, edges: np.ndarray, bounds: np.ndarray, tcounts: np.ndarray, seconds: np.ndarray):
         """Ticks of edge changes, each as ``run_edges`` does it, in as few kernel calls as
@@ -279,22 +296,25 @@ class ChangePlan:
         dcounts = np.zeros_like(self.counts)
         B = self.store.block.array
         while t < n:
-            t, bad, n_primary, ch, *out, done = self.kernels.stream_run(
+            t, bad, n_primary, ch, *r, out, m, done = self.kernels.stream_run(
                 B, self.layout, self.rows, edges, bounds, t, dcounts, self.counts, self.sets, tcounts, stamps)
             parts.append(done)
             if t == n or bad >= 0:
                 break
             r0 = time.perf_counter()
+            if m > len(self._out):
+                self._buffers(m)
+            self._out[:m] = out[:m]
             try:
-                out = self._resume(out, ch, dcounts)  # grow the tries, finish tick t
+                k = self._resume([*r, m], ch, dcounts)  # grow the tries, finish tick t
             except WeightOverflowError as e:
                 e.done_ticks, e.done_rows = t, _cat(parts, self.widths)
                 seconds[:t] = (stamps[:t, 1] - stamps[:t, 0]) / cycle_rate()
                 raise
             stamps[t, 1] += int((time.perf_counter() - r0) * cycle_rate())
             tcounts[t, :-1], tcounts[t, -1] = self.counts, n_primary
-            tick = out[5]
-            parts.append(np.concatenate([np.full((len(tick), 1), t, dtype=np.int64), tick], axis=1))
+            parts.append(np.concatenate([np.full((k, 1), t, dtype=np.int64), self._res[:k]], axis=1))
+            self._shrink()
             t += 1
             B = self.store.block.array  # growth may have moved the block
         seconds[:t] = (stamps[:t, 1] - stamps[:t, 0]) / cycle_rate()
@@ -304,52 +324,75 @@ class ChangePlan:
         """A tick of prepared changes: rows ``(relation id, weight, row...)`` (the row in
         natural order, padded to the widest arity); per view ``(keys, weights)``."""
         dcounts = np.zeros_like(self.counts)
-        out = self._run(ch, 0, dcounts)
-        if out[0] != OK:
-            out = self._resume(out, ch, dcounts)
-        return self._split(out[5])
+        r = list(self._call(ch, 0, 0, dcounts)[3:9])
+        if r[0] != OK:
+            r[-1] = self._resume(r, ch, dcounts)
+        views = self._views(r[-1])
+        self._shrink()
+        return [(z.keys, z.weights) for z in views]
 
-    def _call(self, ch, ins, dels, start: int, dcounts):
-        """The plan's ``run`` kernel: on the prepared changes ``ch`` from ``start`` on, or
-        on a graph tick's edges ``ins``/``dels`` (``ch`` empty)."""
-        return self.kernels.run(self.store.block.array, self.layout, self.rows, ch, ins, dels, start, dcounts,
-                                self.counts, self.sets, *self._scratch)
+    def _call(self, ch, start: int, m: int, dcounts):
+        """The plan's ``run`` kernel on the prepared changes ``ch`` from ``start`` on, the
+        first ``m`` rows of the views' buffer kept."""
+        return self.kernels.run(self.store.block.array, self.layout, self.rows, ch, False, self._no_edges,
+                                self._no_edges, start, m, dcounts, self.counts, self.sets, self._out, self._res,
+                                self._work)
 
-    def _run(self, ch, start: int, dcounts):
-        """``_call`` on prepared changes: ``(status, change, level, need, state row,
-        out)`` (``wcoj.kernels.tick``)."""
-        return tuple(self._call(ch, self._no_edges, self._no_edges, start, dcounts)[3:])
-
-    def _resume(self, out, ch, dcounts):
-        """Grow tries and call again until the tick is done (Ctrl-C deferred: the tick is
-        half applied between the calls); raise on an overflow (everything undone)."""
-        parts = []
+    def _resume(self, r, ch, dcounts) -> int:
+        """Grow tries or the views' buffers and call again until the tick is done (Ctrl-C
+        deferred: the tick is half applied between the calls); raise on an overflow
+        (everything undone). ``r``: the kernel's ``(status, change, level, need, state
+        row, m)``. Returns the rows of ``_res``."""
         with deferred_interrupts():
-            while out[0] == NEED_ROOM:
-                _, i, level, need, off = out[:5]
-                parts.append(out[5])
-                self.tries[off].make_room(int(level), int(need))
-                out = self._run(ch, i, dcounts)
-        if out[0] != OK:
-            i = int(out[1])
+            while r[0] in (NEED_ROOM, FULL):
+                status, i, level, need, off, m = r
+                if status == NEED_ROOM:
+                    self.tries[off].make_room(int(level), int(need))
+                else:
+                    self._buffers(2 * len(self._out), m)
+                r = self._call(ch, i, m, dcounts)[3:9]
+        if r[0] != OK:
+            i = int(r[1])
             raise WeightOverflowError(f"a weight does not fit in int64 at the change of row "
                                       f"{tuple(ch[i, 2:].tolist())} (weight {int(ch[i, 1])}); the tick was undone")
-        if not parts:
-            return out
-        parts.append(out[5])
-        rows = np.concatenate(parts)
-        keys = np.concatenate([rows[:, :1], rows[:, 2:]], axis=1)
-        z = ZSet.from_arrays(keys, rows[:, 1])
-        return (OK, 0, 0, 0, 0, np.concatenate([z.keys[:, :1], z.weights[:, None], z.keys[:, 1:]], axis=1))
+        return r[-1]
 
-    def _split(self, out):
-        """Per view ``(keys, weights)`` of the consolidated rows ``(view, weight,
-        keys...)`` (sorted by view)."""
+    def _views(self, k: int) -> list[ZSet]:
+        """Per view its change, a ``ZSet`` of its rows among the ``k`` consolidated rows
+        ``(view, weight, keys...)`` of ``_res`` (copies: the buffer is the next tick's)."""
+        res = self._res[:k]
         if len(self.joins) == 1:
-            return ((out[:, 2:2 + self.widths[0]].copy(), out[:, 1].copy()),)
-        bounds = np.searchsorted(out[:, 0], np.arange(len(self.joins) + 1))
-        return [(np.ascontiguousarray(out[bounds[v]:bounds[v + 1], 2:2 + self.widths[v]]),
-                 np.ascontiguousarray(out[bounds[v]:bounds[v + 1], 1])) for v in range(len(self.joins))]
+            zs = [ZSet(res[:, 2:2 + self.widths[0]].copy(), res[:, 1].copy())]
+        else:
+            bounds = np.searchsorted(res[:, 0], np.arange(len(self.joins) + 1))
+            zs = [ZSet(res[bounds[v]:bounds[v + 1], 2:2 + self.widths[v]].copy(),
+                       res[bounds[v]:bounds[v + 1], 1].copy()) for v in range(len(self.joins))]
+        return zs
+
+    def _shrink(self) -> None:
+        """Give back buffers a large tick grew (the next large tick grows its own)."""
+        if len(self._out) > KEEP_ROWS:
+            self._buffers(KEEP_ROWS)
+        if len(self._ch) > KEEP_ROWS:
+            self._ch = np.zeros((KEEP_ROWS, self._ch.shape[1]), dtype=np.int64)
+
+
+KEEP_ROWS = 1 << 12
+"""Rows a ``ChangePlan`` keeps in its buffers between ticks (changes, and the views' rows
+of a tick); a tick that needs more grows them, and they shrink back after it."""
+
+
+_NO_CHANGE = (ZSet.empty, 2)
+
+
+def _one_change(a: int, b: int, w: int) -> ZSet:
+    """A tick's one change of the primary relation, as a Z-set."""
+    return ZSet(np.array([[a, b]], dtype=np.int64), np.array([w], dtype=np.int64))
+
+
+def _changes(rows: np.ndarray) -> ZSet:
+    """A tick's changes of the primary relation, rows ``(weight, a, b)``, as a Z-set."""
+    return ZSet(rows[:, 1:3].copy(), rows[:, 0].copy())
 
 
 def _cat(parts: list, widths: list[int]) -> np.ndarray:

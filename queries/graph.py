@@ -430,9 +430,8 @@ class Graph:
                 plan = self._change_plan()
             if plan.fusable and len(ins) + len(dels) <= config.CHANGE_ROWS:
                 with deferred_interrupts():  # the kernel commits in place: the tick is done then
-                    bad, primary, outs = plan.run_edges(ins, dels)
+                    bad, delta, outs = plan.run_edges(ins, dels)
                     if bad < 0:
-                        delta = (plan.primary_delta, *primary)
                         changes = {}
                         for (name, v), z in zip(self.views.items(), outs):
                             v.last_change = changes[name] = z

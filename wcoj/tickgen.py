@@ -22,7 +22,7 @@ and Datalog cores without Python predicates or constants); its source is written
 ``cache_dir()`` and compiled by Numba once (then cached like any kernel). A plan is one
 set of views over one set of relations, so a graph compiles one per set of patterns.
 
-``run(B, layout, rows, changes..., dcounts, counts, sets)`` then applies a tick (``rows``:
+``run(B, layout, rows, changes..., dcounts, counts, sets, buffers...)`` then applies a tick (``rows``:
 ``rows_of(terms)``): see
 ``wcoj.kernels.tick`` for its statuses and all-or-nothing contract. ``sets``: the
 relations are sets (a graph's), so a leaf of a trie with no weight other than 1 is read
@@ -40,11 +40,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from wcoj.kernels.tick import NEED_ROOM, OK, cycle_rate, edge_changes
+from wcoj.kernels.tick import EDGE_ROWS, FULL, NEED_ROOM, OK, cycle_rate, edge_changes
 
 __all__ = ["AtomSpec", "TermSpec", "compile_plan", "rows_of", "cache_dir",
            # what a plan's caller needs of the tick kernels (indexes.transaction)
-           "edge_changes", "cycle_rate", "NEED_ROOM", "OK"]
+           "edge_changes", "cycle_rate", "NEED_ROOM", "OK", "FULL", "EDGE_ROWS"]
 
 _KERNELS = Path(__file__).resolve().parent / "kernels"
 _HELPERS = ("memory.py", "search.py", "store.py", "tick.py", "zsets.py")
@@ -284,71 +284,74 @@ def _terms(B, rows, ch, ci, w, sets, out, m, dcounts):
 
 
 @kernel
-def run(B, layout, rows, ch, ins, dels, start, dcounts, counts, sets, out, work):
+def run(B, layout, rows, ch, edge, ins, dels, start, m, dcounts, counts, sets, out, res, work):
     """The changes ``start ..`` of ``ch`` (rows ``(relation, weight, row...)``), or, when
-    ``ins`` or ``dels`` holds an edge, a graph tick of those edge inserts and deletes
-    (``ch`` empty, ``start`` 0; its changes are made here, ``edge_changes``, and the
-    primary relation's row count change goes to ``dcounts[-1]``). One kernel for both,
-    so a cold start compiles the tick's code once. ``out`` and ``work`` are the caller's
-    scratch, kept from tick to tick (a single-edge tick allocates little): rows for the
-    views' changes (grown here when full) and ``int64[5, max(max arity, len(dcounts))]``
-    whose fourth row is zeros (``ChangePlan`` keeps both). Returns ``(bad, n_primary, ch,
-    status, change, level, need, state row, out)``: ``bad`` >= 0 the position of an id
-    out of range (nothing done); ``ch`` the changes run; the rest as in
-    ``wcoj.kernels.tick``, ``out`` rows ``(view, weight, keys...)``, consolidated when
-    ``status`` is ``OK`` (never a view of the scratch rows, but for an empty one)."""
+    ``edge``, a graph tick of the edge inserts ``ins`` and deletes ``dels`` (``start``
+    0; its changes are written to ``ch``, ``EDGE_ROWS`` rows per edge, by
+    ``edge_changes_into``, ``dcounts`` zeroed and the primary relation's row count change
+    put in ``dcounts[-1]``). One kernel for both, so a cold start compiles the tick's code
+    once. ``out``, ``res`` (as many rows as ``out``) and ``work`` are the caller's
+    buffers, kept from tick to tick: ``out`` the views' rows ``(view, weight, keys...)``,
+    its first ``m`` already written by a call before; ``res`` their consolidation;
+    ``work`` ``int64[5, max(max arity, len(dcounts))]`` whose fourth row is zeros. Only
+    ints are returned, so a single-edge tick boxes no array: ``(bad, n_primary, n,
+    status, change, level, need, state row, m, a, b, w)``: ``bad`` >= 0 the position of
+    an id out of range (nothing done); ``n`` the changes in ``ch``; ``status``,
+    ``change``, ``level``, ``need`` and ``state row`` as in ``wcoj.kernels.tick``, with
+    ``FULL`` when ``out`` has no room (``m`` rows kept: grow both buffers and call again
+    from ``change``); ``m`` the rows of ``res`` when ``status`` is ``OK``, else those of
+    ``out`` to keep; ``(a, b, w)`` the first primary change (``n_primary`` > 0)."""
     n_primary = 0
-    if ins.shape[0] + dels.shape[0] > 0:
-        bad, ch, n_primary = edge_changes(layout, B, ins, dels)
+    n = ch.shape[0]
+    if edge:
+        for v in range(dcounts.shape[0]):
+            dcounts[v] = 0
+        bad, n, n_primary = edge_changes_into(layout, B, ins, dels, ch)
         if bad >= 0:
-            return bad, 0, ch, OK, 0, 0, 0, 0, np.empty((0, {width} + 2), dtype=np.int64)
+            return bad, 0, 0, OK, 0, 0, 0, 0, 0, 0, 0, 0
         total = 0
         for i in range(n_primary):
             total += ch[i, 1]
         dcounts[dcounts.shape[0] - 1] = total
+    a, b, w = (ch[0, 2], ch[0, 3], ch[0, 1]) if n_primary > 0 else (0, 0, 0)
     rel_idx, idx_state = _sec(layout, 0), _sec(layout, 1)
     mx = {max_arity}
-    n = ch.shape[0]
     path, prow, reserve, none, saved = work[0, :mx], work[1, :mx], work[2, :mx], work[3, :mx], work[4]
-    m = 0
     i = start
     while i < n:
         if i + 2 < n:
             prefetch_change(B, layout, ch, i + 2, False)
         if i + 1 < n:
             prefetch_change(B, layout, ch, i + 1, True)
-        rel, w = ch[i, 0], ch[i, 1]
+        rel, wi = ch[i, 0], ch[i, 1]
         m0 = m
         for v in range(dcounts.shape[0]):
             saved[v] = dcounts[v]
-        status, m = _terms(B, rows, ch, i, w, sets, out, m, dcounts)
-        if status == FULL:  # nothing of this change is kept: grow the buffer, run it again
-            out = grown(out, m0, 2 * out.shape[0] + 16)
-            m = m0
-            for v in range(dcounts.shape[0]):
-                dcounts[v] = saved[v]
-            continue
+        status, m = _terms(B, rows, ch, i, wi, sets, out, m, dcounts)
         if status == OK:
             for r in range(mx):
                 reserve[r] = MIN_CAP * (i + 1)
-            status, done, level, need = apply_change(B, layout, ch, i, w, reserve, path, prow, 0,
+            status, done, level, need = apply_change(B, layout, ch, i, wi, reserve, path, prow, 0,
                                                      rel_idx[rel + 1] - rel_idx[rel])
             if status != OK:  # the indexes before `done` took it: give it back
-                apply_change(B, layout, ch, i, -w, none, path, prow, 0, done)
+                apply_change(B, layout, ch, i, -wi, none, path, prow, 0, done)
                 if status == NEED_ROOM:
                     for v in range(dcounts.shape[0]):
                         dcounts[v] = saved[v]
-                    return (-1, n_primary, ch, NEED_ROOM, i, level, need, idx_state[rel_idx[rel] + done],
-                            out[:m0].copy())
+                    return -1, n_primary, n, NEED_ROOM, i, level, need, idx_state[rel_idx[rel] + done], m0, a, b, w
+        if status == FULL:  # nothing of this change is kept: the caller grows the buffers
+            for v in range(dcounts.shape[0]):
+                dcounts[v] = saved[v]
+            return -1, n_primary, n, FULL, i, 0, 0, 0, m0, a, b, w
         if status != OK:
             undo_changes(B, layout, ch, i, path, prow, none)
             for v in range(dcounts.shape[0]):
                 dcounts[v] = 0
-            return -1, n_primary, ch, OVERFLOW, i, 0, 0, 0, out[:0]
+            return -1, n_primary, n, OVERFLOW, i, 0, 0, 0, 0, a, b, w
         i += 1
     for v in range(dcounts.shape[0]):
         counts[v] += dcounts[v]
-    return -1, n_primary, ch, OK, n, 0, 0, 0, consolidate(out, m)
+    return -1, n_primary, n, OK, n, 0, 0, 0, consolidate(out, m, res), a, b, w
 
 
 @kernel
@@ -356,18 +359,21 @@ def stream_run(B, layout, rows, edges, bounds, t0, dcounts, counts, sets, tcount
     """Ticks ``t0 ..`` of a stream, each one graph tick of ``run``: tick ``t`` inserts
     ``edges[bounds[t, 0]:bounds[t, 1]]`` and deletes ``edges[bounds[t, 1]:bounds[t,
     2]]``; ``tcounts[t]`` gets ``counts`` after it and its number of changes of the
-    primary relation, ``stamps[t]`` the cycle counter at
-    its start and end (``memory.cycles``). Stops at the first tick not done:
-    ``(t, bad, n_primary, ch, status, change, level, need, state row, out, done)``
-    with ``t`` that tick (``len(bounds)`` when all are done), the rest ``run``'s
-    for it, and ``done`` the rows ``(tick, view, weight, keys...)`` of the ticks before."""
+    primary relation, ``stamps[t]`` the cycle counter at its start and end
+    (``memory.cycles``). Stops at the first tick not done: ``(t, bad, n_primary, ch,
+    status, change, level, need, state row, out, m, done)`` with ``t`` that tick
+    (``len(bounds)`` when all are done), the rest ``run``'s for it (``ch`` its changes,
+    ``out`` its rows so far, ``m`` of them), and ``done`` the rows ``(tick, view,
+    weight, keys...)`` of the ticks before."""
     done = np.empty((256, {width} + 3), dtype=np.int64)
-    scratch_out = np.empty((64, {width} + 2), dtype=np.int64)  # run's scratch, for every tick
+    out = np.empty((64, {width} + 2), dtype=np.int64)  # run's buffers, for every tick
+    res = np.empty((64, {width} + 2), dtype=np.int64)
+    chb = np.zeros((64, {max_arity} + 2), dtype=np.int64)
     work = np.zeros((5, max({max_arity}, dcounts.shape[0])), dtype=np.int64)
     m = 0
     now = cycles()
     row = np.zeros((1, {max_arity} + 2), dtype=np.int64)
-    ch0 = np.empty((0, {max_arity} + 2), dtype=np.int64)
+    none = edges[:0]
     T = bounds.shape[0]
     for t in range(t0, T):
         stamps[t, 0] = now
@@ -375,29 +381,32 @@ def stream_run(B, layout, rows, edges, bounds, t0, dcounts, counts, sets, tcount
             prefetch_edge(B, layout, row, edges, bounds[t + 2, 0], False)
         if t + 1 < T:
             prefetch_edge(B, layout, row, edges, bounds[t + 1, 0], True)
-        for v in range(dcounts.shape[0]):
-            dcounts[v] = 0
-        bad, n_primary, ch, status, i, level, need, off, out = run(
-            B, layout, rows, ch0, edges[bounds[t, 0]:bounds[t, 1]], edges[bounds[t, 1]:bounds[t, 2]], 0, dcounts,
-            counts, sets, scratch_out, work)
+        if EDGE_ROWS * (bounds[t, 2] - bounds[t, 0]) > chb.shape[0]:
+            chb = np.zeros((max(2 * chb.shape[0], EDGE_ROWS * (bounds[t, 2] - bounds[t, 0])), chb.shape[1]),
+                           dtype=np.int64)
+        bad, n_primary, n, status, i, level, need, off, k, _, _, _ = run(
+            B, layout, rows, chb, True, edges[bounds[t, 0]:bounds[t, 1]], edges[bounds[t, 1]:bounds[t, 2]], 0, 0,
+            dcounts, counts, sets, out, res, work)
+        while status == FULL:
+            out = grown(out, k, 2 * out.shape[0] + 16)
+            res = np.empty_like(out)
+            _, _, _, status, i, level, need, off, k, _, _, _ = run(
+                B, layout, rows, chb[:n], False, none, none, i, k, dcounts, counts, sets, out, res, work)
         now = cycles()
         stamps[t, 1] = now
         if bad >= 0 or status != OK:
-            return t, bad, n_primary, ch, status, i, level, need, off, out, done[:m]
-        k = out.shape[0]
+            return t, bad, n_primary, chb[:n], status, i, level, need, off, out, k, done[:m]
         if m + k > done.shape[0]:
             done = grown(done, m, max(2 * done.shape[0], m + k))
         for r in range(k):
             done[m + r, 0] = t
-            for c in range(out.shape[1]):
-                done[m + r, c + 1] = out[r, c]
+            for c in range(res.shape[1]):
+                done[m + r, c + 1] = res[r, c]
         m += k
         for v in range(counts.shape[0]):
             tcounts[t, v] = counts[v]
         tcounts[t, counts.shape[0]] = n_primary
-    ch = np.empty((0, {max_arity} + 2), dtype=np.int64)
-    out = np.empty((0, {width} + 2), dtype=np.int64)
-    return bounds.shape[0], -1, 0, ch, OK, 0, 0, 0, 0, out, done[:m]
+    return bounds.shape[0], -1, 0, chb[:0], OK, 0, 0, 0, 0, out, 0, done[:m]
 '''
 
 _HEADER = '''"""Generated by wcoj.tickgen (do not edit; delete to regenerate)."""
@@ -407,8 +416,8 @@ import numpy as np
 from wcoj.kernels.memory import DENSE, HI, LO, N, NONUNIT, V, cycles, grown, kernel, load, row_kernel
 from wcoj.kernels.store import MIN_CAP, NEED_ROOM, OK, OVERFLOW
 from wcoj.kernels.search import narrow
-from wcoj.kernels.tick import (FULL, _sec, apply_change, at0, consolidate, edge_changes, fetch, fetch0,
-                               find_in, kids, leaf, member, plus, prefetch_change, prefetch_edge, times,
+from wcoj.kernels.tick import (EDGE_ROWS, FULL, _sec, apply_change, at0, consolidate, edge_changes_into, fetch,
+                               fetch0, find_in, kids, leaf, member, plus, prefetch_change, prefetch_edge, times,
                                undo_changes)
 
 '''

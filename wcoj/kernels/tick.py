@@ -32,7 +32,8 @@ from .search import bsearch, gallop
 from .store import NEED_ROOM, OK, OVERFLOW, apply_row, find
 from .zsets import I64_MAX, RADIX_DIGIT, _add_overflows, _mul_overflows, _row_less, sorted_order
 
-__all__ = ["OK", "NEED_ROOM", "OVERFLOW", "FULL", "BAD_ID", "LAYOUT", "EDGES", "edge_changes", "cycle_rate", "at0",
+__all__ = ["OK", "NEED_ROOM", "OVERFLOW", "FULL", "BAD_ID", "LAYOUT", "EDGES", "EDGE_ROWS", "edge_changes",
+           "edge_changes_into", "cycle_rate", "at0",
            "find_in",
            "member", "times", "plus", "fetch", "fetch0", "kids", "leaf", "apply_change", "undo_changes",
            "prefetch_edge",
@@ -306,18 +307,19 @@ def radix_rows(out, m):
 
 
 @kernel
-def consolidate(out, m):
+def consolidate(out, m, res):
     """The ``m`` rows of ``out`` (``[view, weight, keys...]``) sorted by view then keys,
-    equal rows summed, zeros dropped: a new array, or ``out[:0]`` when there is no row
-    (most single-edge ticks; nothing allocated). (A sum cannot overflow: every row's
-    weight went into its view's count, which was checked.)
+    equal rows summed, zeros dropped, written to ``res`` (at least ``m`` rows); returns
+    how many. The tick kernel writes into its caller's buffer and returns only ints, so
+    a single-edge tick boxes no array (about 1 µs a call). (A sum cannot overflow: every
+    row's weight went into its view's count, which was checked.)
 
     More than ``RADIX_ROWS`` rows are radix sorted (``radix_rows``: a tick of 1,000
     edges of email-Enron changes ~10^4 triangles, ~7 * 10^5 4-cycles, and a merge sort of
     the rows took ~40% of the triangles' tick); fewer, or rows with a column whose span
     does not fit in int64, take a merge sort of the rows."""
     if m == 0:
-        return out[:0]
+        return 0
     w = out.shape[1]
     ok = False
     if m > RADIX_ROWS:
@@ -325,7 +327,6 @@ def consolidate(out, m):
         ok = idx.shape[0] == m
     if not ok:
         idx = sorted_order(out, m, 2)  # column 1, the weight, does not order
-    res = np.empty((m, w), dtype=np.int64)
     n = 0
     i = 0
     while i < m:
@@ -341,21 +342,38 @@ def consolidate(out, m):
             res[n, 1] = s
             n += 1
         i = j
-    return res[:n]
+    return n
+
+
+EDGE_ROWS = 6
+"""A graph tick of ``k`` edge operations makes at most ``EDGE_ROWS * k`` changes: one of
+the primary relation per edge, and of the relations kept beside it one oriented pair
+and both directions of two symmetric ones."""
 
 
 @kernel
 def edge_changes(layout, B, ins, dels):
-    """The changes of an edge tick: ``(bad, ch, n_primary)``; ``ch`` is ``int64[n, 2 +
-    max_arity]``, rows ``(relation, weight, row...)``: the primary relation's changes
-    first (sorted), then those of the relations kept beside it: for a directed graph the
+    """The changes of an edge tick (``edge_changes_into``) in a new array: ``(bad, ch,
+    n_primary)``."""
+    k = ins.shape[0] + dels.shape[0]
+    ch = np.empty((EDGE_ROWS * k, 2 + _sec(layout, _SCALARS)[_MAX_ARITY]), dtype=np.int64)
+    bad, m, n_primary = edge_changes_into(layout, B, ins, dels, ch)
+    return bad, ch[:m], n_primary
+
+
+@kernel
+def edge_changes_into(layout, B, ins, dels, ch):
+    """The changes of an edge tick, written to ``ch`` (``int64[n, 2 + max_arity]``, at
+    least ``EDGE_ROWS`` rows per edge operation): ``(bad, m, n_primary)``, ``m`` the
+    rows written ``(relation, weight, row...)``: the primary relation's changes first
+    (sorted), then those of the relations kept beside it: for a directed graph the
     oriented undirected one (pairs ``(min, max)``) and the symmetric ones (both
     directions of those pairs); for an undirected graph the symmetric ones (both
     directions of each change). ``bad``: -1, or the first id out of ``[0, 2**62)`` as its
     position in ``ins`` then ``dels`` flattened (nothing else is done then).
     ``layout``'s scalars are ``EDGES``."""
     sc = _sec(layout, _SCALARS)
-    directed, rel_p, rel_o, mx = sc[_DIRECTED] != 0, sc[_REL_P], sc[_REL_O], sc[_MAX_ARITY]
+    directed, rel_p, rel_o = sc[_DIRECTED] != 0, sc[_REL_P], sc[_REL_O]
     rel_s, rel_s2 = sc[_REL_S], sc[_REL_S2]
     k = ins.shape[0] + dels.shape[0]
     ops = np.empty((k, 3), dtype=np.int64)  # (u, v, delete)
@@ -363,9 +381,9 @@ def edge_changes(layout, B, ins, dels):
     for i in range(k):
         a, b = (ins[i, 0], ins[i, 1]) if i < ins.shape[0] else (dels[i - ins.shape[0], 0], dels[i - ins.shape[0], 1])
         if a < 0 or a > MAX_ID:
-            return 2 * i, np.empty((0, 2 + mx), dtype=np.int64), 0
+            return 2 * i, 0, 0
         if b < 0 or b > MAX_ID:
-            return 2 * i + 1, np.empty((0, 2 + mx), dtype=np.int64), 0
+            return 2 * i + 1, 0, 0
         if a == b:
             continue
         if not directed and a > b:
@@ -375,8 +393,9 @@ def edge_changes(layout, B, ins, dels):
     order = sorted_order(ops, n, 1)  # by (u, v, delete): an edge's rows stay together
     off = _sec(layout, _IDX_STATE)[_sec(layout, _REL_IDX)[rel_p]]  # the primary's natural index
     T = B[off:off + 2]
-    extra = 5 * n if rel_o >= 0 or rel_s >= 0 or rel_s2 >= 0 else 0
-    ch = np.zeros((n + extra, 2 + mx), dtype=np.int64)
+    for r in range(EDGE_ROWS * n):  # the columns past an edge's two (none in a graph)
+        for c in range(4, ch.shape[1]):
+            ch[r, c] = 0
     m = 0
     i = 0
     while i < n:
@@ -391,9 +410,9 @@ def edge_changes(layout, B, ins, dels):
             m += 1
         i = j
     n_primary = m
-    if extra:
+    if rel_o >= 0 or rel_s >= 0 or rel_s2 >= 0:
         m = _derived_changes(T, ch, n_primary, directed, rel_o, rel_s, rel_s2)
-    return -1, ch[:m], n_primary
+    return -1, m, n_primary
 
 
 @njit(cache=True, nogil=True, inline="always")
