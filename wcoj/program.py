@@ -21,7 +21,7 @@ import numpy.typing as npt
 from wcoj import config
 from wcoj.errors import WeightOverflowError
 from wcoj.kernels import zsets as wk
-from wcoj.kernels.count import count_tail, list_tail
+from wcoj.kernels.count import count_marked, count_tail, list_tail
 from wcoj.kernels.program import SCOL, SN, SUNIT, TOO_BIG, levels_from, run_terms, slot_table
 from wcoj.kernels.store import prefix_ranges
 from wcoj.plan import Atom, _apply_filters, _Level
@@ -313,21 +313,26 @@ class _TrieRun:
 
     def _count(self, prog, stats, fr) -> int:
         """``count_tail`` of the frontier ``fr`` (two levels or one before the end), on
-        threads when it is large."""
+        threads when it is large; ``count_marked`` where the last level can be probed
+        against a byte map (``_mark``)."""
         bound, w, LO, HI = fr
         n = bound.shape[0]
         if not n:
             return 0
         mark = self._mark(prog, stats, len(self.plan), n)
+        if mark[0] >= 0:
+            def count(r0, r1):
+                return count_marked(*prog, bound, w, LO, HI, *mark, r0, r1)
+        else:
+            def count(r0, r1):
+                return count_tail(*prog, bound, w, LO, HI, r0, r1)
         threads = config.THREADS if n >= config.COUNT_SHARE_ROWS else 1
         if threads == 1:
-            bad, total = count_tail(*prog, bound, w, LO, HI, *mark, 0, n)
-            outs = [(bad, total)]
+            outs = [count(0, n)]
         else:
             chunks = _spread_chunks(min(n, 64))
             k = len(chunks)
-            outs = run_shares(lambda i: count_tail(*prog, bound, w, LO, HI, *mark, chunks[i] * n // k,
-                                                   (chunks[i] + 1) * n // k), k, threads)
+            outs = run_shares(lambda i: count(chunks[i] * n // k, (chunks[i] + 1) * n // k), k, threads)
         total = 0
         for bad, t in outs:
             if bad >= 0:
@@ -339,7 +344,8 @@ class _TrieRun:
 
     @staticmethod
     def _mark(prog, stats, n_levels: int, n_rows: int) -> tuple[int, int, int]:
-        """``(mark_slot, mark_lo, mark_size)`` for ``count_tail``, or ``(-1, 0, 0)``.
+        """``(mark_slot, mark_lo, mark_size)`` for ``count_marked``, or ``(-1, 0, 0)``
+        (``count_tail``).
 
         A byte map pays when the last level has two atoms of one set part each, one of them
         fixed per row of the frontier (its part is not in the level before), and that

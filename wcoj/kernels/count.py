@@ -5,9 +5,11 @@ A count needs no result rows, so ``count_tail`` takes the frontier two levels (o
 before the end and, per row, extends the second-to-last level one match at a time and
 counts the last level under each match at once. When the last level has two atoms of
 one set part each, one of them fixed per row (its part takes no part in the level
-before), the fixed side is marked once per row in a byte map and every match of the
-level before probes the other side's values against it: O(|other|) per match, instead of
-a merge that walks both lists (a hub's neighbour list would be walked once per match).
+before), ``count_marked`` marks the fixed side once per row in a byte map and every
+match of the level before probes the other side's values against it: O(|other|) per
+match, instead of a merge that walks both lists (a hub's neighbour list would be walked
+once per match). The two are separate kernels so that a job compiles only the one its
+counts take (a cold triangle count compiles no merge of the last level).
 When, moreover, the level before has a triangle's shape (the value one atom proposes is
 read in the other's dense level 0, whose children are the probing side), the loop
 prefetches the child ranges and the first children of the values ahead, so the cache
@@ -24,7 +26,7 @@ from .program import (GROW, OVERFLOW, SBASE, SCOL, SDENSE, SHI, SLAST, SLO, SN, 
 from .search import gallop, narrow
 from .zsets import _add_overflows, _mul_overflows
 
-__all__ = ["count_tail", "list_tail"]
+__all__ = ["count_tail", "count_marked", "list_tail"]
 
 PROBE_AHEAD = 8  # values between the prefetch stages of _probe_row
 GALLOP_RATIO = 32  # a two-part count gallops through the longer side past this size ratio
@@ -167,13 +169,11 @@ def _triangle_shape(S, l, s0, s1, n_atoms, ne_off, g_slot):
 
 @kernel
 def count_tail(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
-               ne_off, ne_col, bound, w, LO, HI, mark_slot, mark_lo, mark_size, r0, r1):
+               ne_off, ne_col, bound, w, LO, HI, r0, r1):
     """Weighted count of the completions of frontier rows ``r0:r1`` over the last one or
-    two levels (the frontier's width ``L`` is the number of levels minus one or two).
-
-    ``mark_slot`` >= 0 names a last-level slot whose range is fixed per row (its part
-    takes no part in the second-to-last level) and whose values lie in ``[mark_lo,
-    mark_lo + mark_size)``; the other of the level's two slots must then be a set too.
+    two levels (the frontier's width ``L`` is the number of levels minus one or two),
+    each last-level count a merge of its atoms (``count_marked`` probes a byte map
+    instead, where the last level allows it; a job compiles only the kernel it uses).
 
     Returns ``(-1, total)`` or ``(r, 0)`` for the first row ``r`` whose count overflows.
     The kernel releases the GIL: ``wcoj.generic_join`` runs row ranges on threads.
@@ -210,36 +210,10 @@ def count_tail(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
     one_b = np.empty((1, L + 1), dtype=np.int64)
     one_lo = np.empty((1, P), dtype=np.int64)
     one_hi = np.empty((1, P), dtype=np.int64)
-    t0 = level_slots[l + 1]
-    use_mark = mark_slot >= 0
-    mark = np.zeros(mark_size if use_mark else 0, dtype=np.uint8)
-    jf = mark_slot - t0            # the fixed slot's and the probing slot's local index
-    jg = 1 - jf
-    g_slot = t0 + jg
-    # the shape of a triangle's last two levels (see _probe_row): level l has two atoms
-    # of one part each, one a dense level 0 whose part is the probing side
-    fast, jd = False, 0
-    if use_mark:
-        fast, jd = _triangle_shape(S, l, s0, s1, n_atoms, ne_off, g_slot)
-    fa, fl, fh = np.int64(0), np.int64(0), np.int64(0)
     for r in range(r0, r1):
         best, _ = _candidates(l, S, level_slots, atom_bounds, a0, n_atoms, bnd_off, bnd_col, bnd_upper, LO, HI,
                               r, bound, r, lo, hi)
         if best < 0:
-            continue
-        if use_mark:
-            fa, fl, fh = S[mark_slot, SV], LO[r, S[mark_slot, SCOL]], HI[r, S[mark_slot, SCOL]]
-            for i in range(fl, fh):
-                mark[load(fa, i) - mark_lo] = 1
-        if fast and best == 1 - jd and lo[jd] == 0 and hi[jd] == S[s0 + jd, SN]:
-            ok2, acc = _probe_row(S, s0 + 1 - jd, lo[1 - jd], hi[1 - jd], s0 + jd, g_slot, mark_slot, fl,
-                                  fh, mark, mark_lo, mark_size, bnd_off[l + 1], bnd_off[l + 2], bnd_col,
-                                  bnd_upper, bound, r, L)
-            for i in range(fl, fh):
-                mark[load(fa, i) - mark_lo] = 0
-            if not ok2 or _mul_overflows(acc, w[r]) or _add_overflows(total, acc * w[r]):
-                return r, np.int64(0)
-            total += acc * w[r]
             continue
         for j in range(s1 - s0):
             cur[j] = lo[j]
@@ -271,32 +245,109 @@ def count_tail(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
                 else:
                     one_lo[0, c] = 0
                     one_hi[0, c] = 0
-            if use_mark:
+            ok2, s = _count_last(l + 1, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
+                                 bnd_upper, ne_off, ne_col, one_lo, one_hi, one_b, np.int64(0), lo2, hi2,
+                                 cur2, hits2)
+            if not ok2 or _mul_overflows(s, wt) or _add_overflows(acc, s * wt):
+                return r, np.int64(0)
+            acc += s * wt
+        if _mul_overflows(acc, w[r]) or _add_overflows(total, acc * w[r]):
+            return r, np.int64(0)
+        total += acc * w[r]
+    return -1, total
+
+
+@kernel
+def count_marked(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
+                 ne_off, ne_col, bound, w, LO, HI, mark_slot, mark_lo, mark_size, r0, r1):
+    """``count_tail`` over the last two levels when one last-level slot, ``mark_slot``,
+    has a range fixed per row (its part takes no part in the second-to-last level) and
+    values in ``[mark_lo, mark_lo + mark_size)``, and the level's other slot is a set
+    too: per row, that range is marked once in a byte map and every match of the level
+    before probes the other slot's values against it (``_probe_row`` when the level
+    before has a triangle's shape).
+
+    Returns ``(-1, total)`` or ``(r, 0)`` for the first row ``r`` whose count overflows.
+    The kernel releases the GIL: ``wcoj.generic_join`` runs row ranges on threads.
+    """
+    L = bound.shape[1]
+    l = L
+    s0, s1 = level_slots[l], level_slots[l + 1]
+    a0 = level_atoms[l]
+    n_atoms = level_atoms[l + 1] - a0 - 1
+    smax = max(s1 - s0, 1)
+    lo = np.empty(smax, dtype=np.int64)
+    hi = np.empty(smax, dtype=np.int64)
+    cur = np.empty(smax, dtype=np.int64)
+    hits = np.empty(smax, dtype=np.int64)
+    total = np.int64(0)
+    mark = np.zeros(mark_size, dtype=np.uint8)
+    t0 = level_slots[l + 1]
+    g_slot = t0 + 1 - (mark_slot - t0)  # the probing slot
+    ga, gc = S[g_slot, SV], S[g_slot, SCOL]
+    fa = S[mark_slot, SV]
+    # the shape of a triangle's last two levels (see _probe_row): level l has two atoms
+    # of one part each, one a dense level 0 whose part is the probing side
+    fast, jd = _triangle_shape(S, l, s0, s1, n_atoms, ne_off, g_slot)
+    for r in range(r0, r1):
+        best, _ = _candidates(l, S, level_slots, atom_bounds, a0, n_atoms, bnd_off, bnd_col, bnd_upper, LO, HI,
+                              r, bound, r, lo, hi)
+        if best < 0:
+            continue
+        fl, fh = LO[r, S[mark_slot, SCOL]], HI[r, S[mark_slot, SCOL]]
+        for i in range(fl, fh):
+            mark[load(fa, i) - mark_lo] = 1
+        if fast and best == 1 - jd and lo[jd] == 0 and hi[jd] == S[s0 + jd, SN]:
+            ok, acc = _probe_row(S, s0 + 1 - jd, lo[1 - jd], hi[1 - jd], s0 + jd, g_slot, mark_slot, fl,
+                                 fh, mark, mark_lo, mark_size, bnd_off[l + 1], bnd_off[l + 2], bnd_col,
+                                 bnd_upper, bound, r, L)
+            if not ok:
+                return r, np.int64(0)
+        else:
+            for j in range(s1 - s0):
+                cur[j] = lo[j]
+            acc = np.int64(0)
+            while True:
+                ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, np.int64(0))
+                if not ok:
+                    break
+                if not _distinct(x, bound, r, ne_off, ne_col, l):
+                    continue
+                fine, wt = _weight(np.int64(1), S, s0, atom_bounds, a0, n_atoms, hits)
+                if not fine:
+                    return r, np.int64(0)
+                if wt == 0:
+                    continue
+                # the probing slot's range under x: the row's range of its part, or the
+                # children under x of the level's slot that reads the same part
+                gl, gh = LO[r, gc], HI[r, gc]
+                for j in range(s1 - s0):
+                    if S[s0 + j, SCOL] == gc:
+                        h = hits[j]
+                        if S[s0 + j, SLAST] == 0 and h >= 0:
+                            gl, gh = load(S[s0 + j, SLO], h), load(S[s0 + j, SHI], h)
+                        else:
+                            gl, gh = np.int64(0), np.int64(0)
                 # only the probing side is narrowed by the level's bounds: they constrain
                 # the value itself, so the fixed side's membership needs no narrowing
-                ga = S[g_slot, SV]
-                gl, gh = one_lo[0, S[g_slot, SCOL]], one_hi[0, S[g_slot, SCOL]]
-                for i in range(bnd_off[l + 1], bnd_off[l + 2]):
-                    gl, gh = narrow(ga, gl, gh, one_b[0, bnd_col[i]], bnd_upper[i] != 0)
+                for b in range(bnd_off[l + 1], bnd_off[l + 2]):
+                    c = bnd_col[b]
+                    gl, gh = narrow(ga, gl, gh, x if c == L else bound[r, c], bnd_upper[b] != 0)
                 if gh - gl > 8 * (fh - fl) + 16:  # a long list against a short one
                     ok2, s = _count_two(S, mark_slot, fl, fh, g_slot, gl, gh)
+                    if not ok2:
+                        return r, np.int64(0)
                 else:
                     s = np.int64(0)
                     for k in range(gl, gh):
                         v = load(ga, k) - mark_lo
                         if 0 <= v < mark_size:
                             s += mark[v]
-                    ok2 = True
-            else:
-                ok2, s = _count_last(l + 1, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col,
-                                     bnd_upper, ne_off, ne_col, one_lo, one_hi, one_b, np.int64(0), lo2, hi2,
-                                     cur2, hits2)
-            if not ok2 or _mul_overflows(s, wt) or _add_overflows(acc, s * wt):
-                return r, np.int64(0)
-            acc += s * wt
-        if use_mark:
-            for i in range(fl, fh):
-                mark[load(fa, i) - mark_lo] = 0
+                if _mul_overflows(s, wt) or _add_overflows(acc, s * wt):
+                    return r, np.int64(0)
+                acc += s * wt
+        for i in range(fl, fh):
+            mark[load(fa, i) - mark_lo] = 0
         if _mul_overflows(acc, w[r]) or _add_overflows(total, acc * w[r]):
             return r, np.int64(0)
         total += acc * w[r]
