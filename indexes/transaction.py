@@ -15,8 +15,9 @@ everything that reads or writes them. ``Store.transaction()`` opens a ``Transact
 A ``ChangePlan`` is the other route of a tick: the delta rules of several joins compiled
 by ``wcoj.tickgen`` into kernels that apply a small tick change by change in one call
 (joining and committing in place; all or nothing, see ``wcoj.kernels.tick``).
-``ChangePlan.run`` loops on that call while a trie needs room, and defers Ctrl-C over
-the loop.
+The kernel writes a tick's changes and the views' rows into buffers the plan keeps and
+returns only ints (a single-edge tick boxes no array); ``ChangePlan`` calls it again
+while a trie needs room or the rows' buffer is full, with Ctrl-C deferred over the loop.
 
 Relies on ``indexes.index`` and ``wcoj`` (tables, the tick compiler and kernels). Used by
 ``queries.graph``, ``queries.database`` and ``wcoj.multiway``'s relations.
