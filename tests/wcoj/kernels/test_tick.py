@@ -11,7 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from indexes.transaction import ChangePlan, Store
-from wcoj.kernels.tick import RADIX_ROWS, consolidate
+from wcoj.kernels.tick import RADIX_ROWS, consolidate, radix_rows
 from wcoj import config
 from wcoj.errors import WeightOverflowError
 from wcoj.generic_join import IncrementalGenericJoin
@@ -144,6 +144,17 @@ def test_consolidate_sorts_and_sums_rows_by_radix_or_merge(arg):
     res = np.full_like(out, -7)
     n = consolidate(out.copy(), len(rows), res)
     assert [tuple(r) for r in res[:n].tolist()] == _summed(rows)
+
+
+@settings(max_examples=40)
+@given(st.lists(st.tuples(st.sampled_from([0, 1, 7, 2**62 - 1]), st.integers(0, 40), st.integers(0, 1)),
+                min_size=1, max_size=200))
+def test_radix_rows_orders_every_column_when_none_is_skipped(rows):
+    """``radix_rows`` with no column skipped (``edge_changes`` sorts a tick's edge
+    operations so) gives the stable order of the rows by all their columns."""
+    a = np.array(rows, dtype=np.int64).reshape(len(rows), 3)
+    got = radix_rows(a, len(rows), -1)
+    assert got.tolist() == sorted(range(len(rows)), key=lambda i: (rows[i], i))
 
 
 @settings(max_examples=15)
