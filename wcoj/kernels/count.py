@@ -152,6 +152,29 @@ def _probe_row(S, sp, pl, ph, sd, sg, sf, fl, fh, mark, mark_lo, mark_size, b0, 
 
 
 @row_kernel
+def _probe_range(S, s0, s1, g_slot, hits, LO, HI, r, bound, x, bnd_off, bnd_col, bnd_upper, l):
+    """The range of the probing slot ``g_slot`` under the match ``x`` of level ``l`` (slots
+    ``s0:s1``, their positions ``hits``) for frontier row ``r``: the row's range of its
+    part, or the children under ``x`` of the level's slot that reads the same part,
+    narrowed by the last level's ``<`` bounds (column ``L`` is ``x``)."""
+    L = bound.shape[1]
+    gc = S[g_slot, SCOL]
+    gl, gh = LO[r, gc], HI[r, gc]
+    for j in range(s1 - s0):
+        if S[s0 + j, SCOL] == gc:
+            h = hits[j]
+            if S[s0 + j, SLAST] == 0 and h >= 0:
+                gl, gh = load(S[s0 + j, SLO], h), load(S[s0 + j, SHI], h)
+            else:
+                gl, gh = np.int64(0), np.int64(0)
+    ga = S[g_slot, SV]
+    for b in range(bnd_off[l + 1], bnd_off[l + 2]):
+        c = bnd_col[b]
+        gl, gh = narrow(ga, gl, gh, x if c == L else bound[r, c], bnd_upper[b] != 0)
+    return gl, gh
+
+
+@row_kernel
 def _triangle_shape(S, l, s0, s1, n_atoms, ne_off, g_slot):
     """Whether level ``l`` (slots ``s0:s1``) has a triangle's shape before a last level
     probed by ``g_slot``: two atoms of one part each, no ``!=``, one of them (``s0 + jd``)
@@ -284,8 +307,7 @@ def count_marked(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd
     mark = np.zeros(mark_size, dtype=np.uint8)
     t0 = level_slots[l + 1]
     g_slot = t0 + 1 - (mark_slot - t0)  # the probing slot
-    ga, gc = S[g_slot, SV], S[g_slot, SCOL]
-    fa = S[mark_slot, SV]
+    ga, fa = S[g_slot, SV], S[mark_slot, SV]
     # the shape of a triangle's last two levels (see _probe_row): level l has two atoms
     # of one part each, one a dense level 0 whose part is the probing side
     fast, jd = _triangle_shape(S, l, s0, s1, n_atoms, ne_off, g_slot)
@@ -318,21 +340,9 @@ def count_marked(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd
                     return r, np.int64(0)
                 if wt == 0:
                     continue
-                # the probing slot's range under x: the row's range of its part, or the
-                # children under x of the level's slot that reads the same part
-                gl, gh = LO[r, gc], HI[r, gc]
-                for j in range(s1 - s0):
-                    if S[s0 + j, SCOL] == gc:
-                        h = hits[j]
-                        if S[s0 + j, SLAST] == 0 and h >= 0:
-                            gl, gh = load(S[s0 + j, SLO], h), load(S[s0 + j, SHI], h)
-                        else:
-                            gl, gh = np.int64(0), np.int64(0)
                 # only the probing side is narrowed by the level's bounds: they constrain
                 # the value itself, so the fixed side's membership needs no narrowing
-                for b in range(bnd_off[l + 1], bnd_off[l + 2]):
-                    c = bnd_col[b]
-                    gl, gh = narrow(ga, gl, gh, x if c == L else bound[r, c], bnd_upper[b] != 0)
+                gl, gh = _probe_range(S, s0, s1, g_slot, hits, LO, HI, r, bound, x, bnd_off, bnd_col, bnd_upper, l)
                 if gh - gl > 8 * (fh - fl) + 16:  # a long list against a short one
                     ok2, s = _count_two(S, mark_slot, fl, fh, g_slot, gl, gh)
                     if not ok2:
@@ -371,7 +381,6 @@ def _list_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
     n_atoms = level_atoms[l + 1] - a0 - 1
     cap = out_w.shape[0]
     ga, fa = S[g_slot, SV], S[mark_slot, SV]
-    gc = S[g_slot, SCOL]
     m = 0
     while r < n:
         best, _ = _candidates(l, S, level_slots, atom_bounds, a0, n_atoms, bnd_off, bnd_col, bnd_upper, LO, HI,
@@ -429,19 +438,7 @@ def _list_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
                     break
                 if wt == 0:
                     continue
-                # the probing slot's range under x: the row's range of its part, or the
-                # children under x of the level's slot that reads the same part
-                gl, gh = LO[r, gc], HI[r, gc]
-                for j in range(s1 - s0):
-                    if S[s0 + j, SCOL] == gc:
-                        h = hits[j]
-                        if S[s0 + j, SLAST] == 0 and h >= 0:
-                            gl, gh = load(S[s0 + j, SLO], h), load(S[s0 + j, SHI], h)
-                        else:
-                            gl, gh = np.int64(0), np.int64(0)
-                for b in range(bnd_off[l + 1], bnd_off[l + 2]):
-                    c = bnd_col[b]
-                    gl, gh = narrow(ga, gl, gh, x if c == L else bound[r, c], bnd_upper[b] != 0)
+                gl, gh = _probe_range(S, s0, s1, g_slot, hits, LO, HI, r, bound, x, bnd_off, bnd_col, bnd_upper, l)
                 for q in range(gl, gh):
                     v = load(ga, q) - mark_lo
                     if 0 <= v < mark_size and mark[v] != 0:
