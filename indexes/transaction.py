@@ -261,26 +261,26 @@ class ChangePlan:
         if k > len(self._ch):
             self._ch = np.zeros((k, self._ch.shape[1]), dtype=np.int64)
         ch = self._ch
-        bad, n_primary, n, *r, a, b, w = self.kernels.run(
-            self.store.block.array, self.layout, self.rows, ch, True, ins, dels, 0, 0, self._dcounts, self.counts,
-            self.sets, self._out, self._res, self._work)
-        if bad >= 0:
-            return bad, None, None
-        if r[0] != OK:
-            r[-1] = self._resume(r, ch[:n], self._dcounts)
-        if n_primary == 1:
-            delta = (_one_change, a, b, w)
-        elif n_primary == 0:
-            delta = _NO_CHANGE
-        else:  # the buffer is the next tick's: keep the primary rows
-            delta = (_changes, ch[:n_primary, 1:4].copy())
-        if r[-1] == 0:  # most single-edge ticks change no view
-            views = self._unchanged
-        else:
-            views = self._views(r[-1])
-        if k > KEEP_ROWS or len(self._out) > KEEP_ROWS:  # a large tick grew the buffers: give them back
-            self._shrink()
-        return -1, delta, views
+        try:
+            bad, n_primary, n, *r, a, b, w = self.kernels.run(
+                self.store.block.array, self.layout, self.rows, ch, True, ins, dels, 0, 0, self._dcounts,
+                self.counts, self.sets, self._out, self._res, self._work)
+            if bad >= 0:
+                return bad, None, None
+            if r[0] != OK:
+                r[-1] = self._resume(r, ch[:n], self._dcounts)
+            if n_primary == 1:
+                delta = (_one_change, a, b, w)
+            elif n_primary == 0:
+                delta = _NO_CHANGE
+            else:  # the buffer is the next tick's: keep the primary rows
+                delta = (_changes, ch[:n_primary, 1:4].copy())
+            if r[-1] == 0:  # most single-edge ticks change no view
+                return -1, delta, self._unchanged
+            return -1, delta, self._views(r[-1])
+        finally:
+            if len(self._ch) > KEEP_ROWS or len(self._out) > KEEP_ROWS:  # a large tick grew them
+                self._shrink()
 
     def run_stream(self, edges: np.ndarray, bounds: np.ndarray, tcounts: np.ndarray, seconds: np.ndarray):
         """Ticks of edge changes, each as ``run_edges`` does it, in as few kernel calls as
@@ -311,6 +311,7 @@ class ChangePlan:
             except WeightOverflowError as e:
                 e.done_ticks, e.done_rows = t, _cat(parts, self.widths)
                 seconds[:t] = (stamps[:t, 1] - stamps[:t, 0]) / cycle_rate()
+                self._shrink()
                 raise
             stamps[t, 1] += int((time.perf_counter() - r0) * cycle_rate())
             tcounts[t, :-1], tcounts[t, -1] = self.counts, n_primary
@@ -325,12 +326,13 @@ class ChangePlan:
         """A tick of prepared changes: rows ``(relation id, weight, row...)`` (the row in
         natural order, padded to the widest arity); per view ``(keys, weights)``."""
         dcounts = np.zeros_like(self.counts)
-        r = list(self._call(ch, 0, 0, dcounts)[3:9])
-        if r[0] != OK:
-            r[-1] = self._resume(r, ch, dcounts)
-        views = self._views(r[-1])
-        self._shrink()
-        return [(z.keys, z.weights) for z in views]
+        try:
+            r = list(self._call(ch, 0, 0, dcounts)[3:9])
+            if r[0] != OK:
+                r[-1] = self._resume(r, ch, dcounts)
+            return [(z.keys, z.weights) for z in self._views(r[-1])]
+        finally:
+            self._shrink()
 
     def _call(self, ch, start: int, m: int, dcounts):
         """The plan's ``run`` kernel on the prepared changes ``ch`` from ``start`` on, the

@@ -303,6 +303,29 @@ def test_a_change_by_change_tick_that_overflows_changes_nothing():
     assert g.relations["O"].contents().to_dict() == {(1, 2): big, (1, 3): big, (5, 6): 1, (6, 7): 1}
 
 
+@pytest.mark.parametrize("fails", ["bad id", "overflow", "none"])
+def test_a_large_tick_gives_back_the_buffers_it_grew(monkeypatch, fails):
+    """A tick larger than the buffers a plan keeps grows them for itself; they shrink back
+    after it, whether it succeeds or raises (else one large failed tick would hold memory
+    for good)."""
+    monkeypatch.setattr(transaction, "KEEP_ROWS", 2)
+    big = 2**62
+    g = Graph()
+    g.load_edges(np.array([[1, 2], [1, 3], [5, 6]]))
+    if fails == "overflow":
+        g.relations["O"].load(ZSet.from_dict({(1, 2): big, (1, 3): big, (5, 6): 1}))
+    g.view("triangle")
+    ins = np.array([[6, 7], [2, 3], [3, 4], [2, 4], [1, 4]] + ([[8, -1]] if fails == "bad id" else []))
+    if fails == "none":
+        assert len(g.apply(inserts=ins).changes["triangle"]) > 2
+    else:
+        with pytest.raises(WeightOverflowError if fails == "overflow" else InputError):
+            g.apply(inserts=ins)
+    plan = g._change_plan()
+    assert len(plan._ch) <= 2 and len(plan._out) <= 2 and len(plan._res) <= 2
+    g.check_views()
+
+
 # ------------------------------------------------------------------ failed ticks
 @pytest.mark.parametrize("inserts, deletes, match", [
     (np.array([[1, 2, 3]]), None, r"inserts must have shape \(m, 2\), got \(1, 3\)"),
