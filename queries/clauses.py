@@ -12,7 +12,7 @@ binding form. Relies on ``queries.ast`` and ``queries.parse``; used by
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Set
 from typing import Any
 
 from queries.ast import (
@@ -136,6 +136,9 @@ def _bind(binding: Any, value: Any) -> list[dict[str, Any]]:
     if isinstance(binding, Blank):
         return [{}]
     if isinstance(binding, BindTuple):
+        if isinstance(value, (str, bytes, Mapping, Set)):  # not sequential, as in Datomic
+            raise QueryError(f"the binding {binding} takes a sequence (a vector, list or tuple), got "
+                             f"{excerpt(repr(value), quote=False)}")
         value = _items(binding, value)
         if len(value) < len(binding.elements):
             return []
@@ -151,7 +154,14 @@ def _bind(binding: Any, value: Any) -> list[dict[str, Any]]:
 
 
 def _items(binding: Any, value: Any) -> list:
-    """The items of ``value`` for a tuple, collection or relation binding form."""
+    """The items of ``value`` for a tuple, collection or relation binding form: a map's
+    are its ``[key value]`` entries; a string (or keyword) is one value, not a collection
+    of characters."""
+    if isinstance(value, (str, bytes)):
+        raise QueryError(f"the binding {binding} takes a collection, got the string "
+                         f"{excerpt(repr(value), quote=False)}")
+    if isinstance(value, Mapping):
+        return [tuple(kv) for kv in value.items()]
     try:
         return list(value)
     except TypeError:
