@@ -409,7 +409,7 @@ class Inputs:
 
     __slots__ = ("bindings", "rules", "sources")
 
-    def __init__(self, query: Query, inputs: tuple, implicit_db: bool = True):
+    def __init__(self, query: Query, inputs: tuple, implicit_db: bool = True, db: Any = None):
         from queries.parse import check_rules, parse_rules
         declared = list(query.inputs)
         values = list(inputs)
@@ -423,6 +423,8 @@ class Inputs:
         self.rules: list[Rule] = []
         self.sources: dict[str, Any] = {}
         for d, v in zip(declared, values):
+            if isinstance(d, SrcVar) and d.name == "$" and v is not None and db is not None and v is not db:
+                _not_the_database(v)
             if isinstance(d, SrcVar):
                 if d.name != "$" and not (d.name == declared[0].name and v is None):
                     self.sources[d.name] = _database(v) or _source_rows(d, v)
@@ -436,6 +438,19 @@ class Inputs:
                 self.bindings.append((d, _input_value(d, v)))
         if self.rules:
             check_rules(query, self.rules)
+
+
+def _not_the_database(v: Any) -> None:
+    """Refuse a value given for ``$`` that is not the database ``q`` is called on: it was
+    ignored, and the query answered from the receiver (``db.q(query, db.as_of(t))`` read
+    ``db`` as it is now)."""
+    from queries.database import Database
+    if isinstance(v, Database):
+        raise QueryError("$ is the database q is called on, and another database was given for it: "
+                         "call q on that one (other.q(query, ...); an as_of, since or history "
+                         "database too), or name it as a second source (:in $ $2)")
+    raise QueryError(f"$ is the database q is called on, got {excerpt(repr(v), quote=False)} for it: "
+                     "a collection of tuples is a data source under another name (:in $ $data)")
 
 
 def _database(v: Any) -> DbSource | None:

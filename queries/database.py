@@ -293,7 +293,7 @@ class Database:
 
     def _compile(self, query: Query, inputs: tuple) -> CompiledView:
         """``query`` with ``inputs`` as a circuit over this database (not yet run)."""
-        given = Inputs(query, inputs)
+        given = Inputs(query, inputs, db=self)
         binder = Binder(self.store, "prev", query, given.rules, given.sources, self.registry)
         return compile_view(binder, query, bind_inputs(binder, given), given.rules)
 

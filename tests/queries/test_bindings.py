@@ -1,6 +1,7 @@
 """Binding forms over the values a function returns or an input holds, as in Datomic and
 DataScript: a map is a collection of its ``[key value]`` entries; a string (or keyword)
-is one value, never a collection of characters; a tuple binding takes a sequence."""
+is one value, never a collection of characters; a tuple binding takes a sequence. And
+the inputs of ``q``: ``$`` is the database ``q`` is called on."""
 
 import pytest
 
@@ -49,3 +50,23 @@ def test_sequences_still_bind(db):
     assert db.q('[:find ?a ?b :where [(ground [1 2]) [?a ?b]]]') == {(1, 2)}
     assert db.q('[:find ?a ?b :where [(ground [[1 2] [3 4]]) [[?a ?b]]]]') == {(1, 2), (3, 4)}
     assert db.q('[:find ?x :where [(ground #{1 2}) [?x ...]]]') == {(1,), (2,)}
+
+
+def test_a_value_given_for_the_database_is_this_database_or_an_error(db):
+    """``db.q(query, db.as_of(t))``, as a Datomic user writes ``(d/q query (d/as-of db t))``,
+    ignored the database given and answered from ``db`` as it is now; any other value for
+    ``$`` was ignored as well."""
+    t = db.basis_t()
+    db.transact('[{:name "cy"}]')
+    old = db.as_of(t)
+    query = '[:find ?n :where [_ :name ?n]]'
+    assert old.q(query) == {("ann",), ("bob",)}
+    with pytest.raises(QueryError, match=r"\$ is the database q is called on, and another database was given"):
+        db.q(query, old)
+    with pytest.raises(QueryError, match=r"\$ is the database q is called on"):
+        db.q('[:find ?n :in $ :where [_ :name ?n]]', old)
+    with pytest.raises(QueryError, match=r"got 1 for it: a collection of tuples is a data source"):
+        db.q(query, 1)
+    assert db.q(query, db) == db.q(query) == {("ann",), ("bob",), ("cy",)}
+    assert db.q('[:find ?n :in $ ?n :where [_ :name ?n]]', db, "cy") == {("cy",)}
+    assert db.q('[:find ?n :in $ $2 :where [$2 _ :name ?n]]', old) == {("ann",), ("bob",)}
