@@ -67,6 +67,26 @@ def _count_two(S, sa, la, ha, sb, lb, hb):
 
 
 @row_kernel
+def _match(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, bound, r, ne_off, ne_col, l, w0):
+    """The next match ``x`` of level ``l`` (slots from ``s0``, cursors ``cur``) for frontier
+    row ``r`` that passes the level's ``!=`` filters and whose weight ``wt`` (``w0`` times
+    the atoms' weights) is not 0: ``(1, x, wt)``; ``(0, 0, 0)`` when the level has no more,
+    ``(-1, 0, 0)`` when a weight product overflows. The loop every count and listing runs
+    over a level's matches."""
+    while True:
+        ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, np.int64(0))
+        if not ok:
+            return 0, np.int64(0), np.int64(0)
+        if not _distinct(x, bound, r, ne_off, ne_col, l):
+            continue
+        fine, wt = _weight(w0, S, s0, atom_bounds, a0, n_atoms, hits)
+        if not fine:
+            return -1, np.int64(0), np.int64(0)
+        if wt != 0:
+            return 1, x, wt
+
+
+@row_kernel
 def _count_last(l, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_upper,
                 ne_off, ne_col, LO, HI, bound, r, lo, hi, cur, hits):
     """Sum over the last level's matches of row ``r`` of the product of atom weights.
@@ -90,13 +110,11 @@ def _count_last(l, S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, b
     for j in range(s1 - s0):
         cur[j] = lo[j]
     while True:
-        ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, np.int64(0))
-        if not ok:
+        code, x, p = _match(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, bound, r, ne_off, ne_col, l,
+                            np.int64(1))
+        if code == 0:
             return True, acc
-        if not _distinct(x, bound, r, ne_off, ne_col, l):
-            continue
-        fine, p = _weight(np.int64(1), S, s0, atom_bounds, a0, n_atoms, hits)
-        if not fine or _add_overflows(acc, p):
+        if code < 0 or _add_overflows(acc, p):
             return False, acc
         acc += p
 
@@ -247,16 +265,12 @@ def count_tail(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
             one_hi[0, p] = HI[r, p]
         acc = np.int64(0)
         while True:
-            ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, np.int64(0))
-            if not ok:
+            code, x, wt = _match(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, bound, r, ne_off, ne_col,
+                                 l, np.int64(1))
+            if code == 0:
                 break
-            if not _distinct(x, bound, r, ne_off, ne_col, l):
-                continue
-            fine, wt = _weight(np.int64(1), S, s0, atom_bounds, a0, n_atoms, hits)
-            if not fine:
+            if code < 0:
                 return r, np.int64(0)
-            if wt == 0:
-                continue
             one_b[0, L] = x
             for j in range(s1 - s0):
                 s = s0 + j
@@ -330,16 +344,12 @@ def count_marked(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd
                 cur[j] = lo[j]
             acc = np.int64(0)
             while True:
-                ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, np.int64(0))
-                if not ok:
+                code, x, wt = _match(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, bound, r, ne_off,
+                                     ne_col, l, np.int64(1))
+                if code == 0:
                     break
-                if not _distinct(x, bound, r, ne_off, ne_col, l):
-                    continue
-                fine, wt = _weight(np.int64(1), S, s0, atom_bounds, a0, n_atoms, hits)
-                if not fine:
+                if code < 0:
                     return r, np.int64(0)
-                if wt == 0:
-                    continue
                 # only the probing side is narrowed by the level's bounds: they constrain
                 # the value itself, so the fixed side's membership needs no narrowing
                 gl, gh = _probe_range(S, s0, s1, g_slot, hits, LO, HI, r, bound, x, bnd_off, bnd_col, bnd_upper, l)
@@ -427,17 +437,13 @@ def _list_rows(S, level_slots, level_atoms, atom_bounds, bnd_off, bnd_col, bnd_u
             for j in range(s1 - s0):
                 cur[j] = lo[j]
             while code == 0:
-                ok, x = _next(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, np.int64(0))
-                if not ok:
+                found, x, wt = _match(S, s0, atom_bounds, a0, n_atoms, best, lo, hi, cur, hits, bound, r, ne_off,
+                                      ne_col, l, w[r])
+                if found == 0:
                     break
-                if not _distinct(x, bound, r, ne_off, ne_col, l):
-                    continue
-                fine, wt = _weight(w[r], S, s0, atom_bounds, a0, n_atoms, hits)
-                if not fine:
+                if found < 0:
                     code = OVERFLOW
                     break
-                if wt == 0:
-                    continue
                 gl, gh = _probe_range(S, s0, s1, g_slot, hits, LO, HI, r, bound, x, bnd_off, bnd_col, bnd_upper, l)
                 for q in range(gl, gh):
                     v = load(ga, q) - mark_lo
