@@ -279,8 +279,7 @@ class ChangePlan:
                 return -1, delta, self._unchanged
             return -1, delta, self._views(r[-1])
         finally:
-            if len(self._ch) > KEEP_ROWS or len(self._out) > KEEP_ROWS:  # a large tick grew them
-                self._shrink()
+            self._shrink()  # a large tick grew them
 
     def run_stream(self, edges: np.ndarray, bounds: np.ndarray, tcounts: np.ndarray, seconds: np.ndarray):
         """Ticks of edge changes, each as ``run_edges`` does it, in as few kernel calls as
@@ -365,12 +364,10 @@ class ChangePlan:
         ``(view, weight, keys...)`` of ``_res`` (copies: the buffer is the next tick's)."""
         res = self._res[:k]
         if len(self.joins) == 1:
-            zs = [ZSet(res[:, 2:2 + self.widths[0]].copy(), res[:, 1].copy())]
-        else:
-            bounds = np.searchsorted(res[:, 0], np.arange(len(self.joins) + 1))
-            zs = [ZSet(res[bounds[v]:bounds[v + 1], 2:2 + self.widths[v]].copy(),
-                       res[bounds[v]:bounds[v + 1], 1].copy()) for v in range(len(self.joins))]
-        return zs
+            return [ZSet(res[:, 2:2 + self.widths[0]].copy(), res[:, 1].copy())]
+        bounds = np.searchsorted(res[:, 0], np.arange(len(self.joins) + 1))
+        return [ZSet(res[bounds[v]:bounds[v + 1], 2:2 + self.widths[v]].copy(),
+                     res[bounds[v]:bounds[v + 1], 1].copy()) for v in range(len(self.joins))]
 
     def _shrink(self) -> None:
         """Give back buffers a large tick grew (the next large tick grows its own)."""
