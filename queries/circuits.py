@@ -284,7 +284,7 @@ class CompiledView:
             idx = [rel.vars.index(v) for v in vars_]
         except ValueError as e:
             raise QueryError(f"a branch does not bind {' '.join(vars_)}") from e
-        return Rel(rel.stream.map(lambda k, idx=idx: k[:, idx], arity=len(idx)), vars_)
+        return Rel(rel.stream.map(Columns(idx), arity=len(idx)), vars_)  # (a compiled epoch reads Columns)
 
     def distinct(self, rel: Rel) -> Rel:
         return Rel(distinct_nested(rel.stream), rel.vars)

@@ -40,32 +40,16 @@ whose state is mutable (big in-place indexes) get two more hooks: ``eval`` retur
 *staged* state (e.g. the pending changes), then ``commit(staged)`` runs once after the
 step succeeded and ``rollback(staged)`` if it failed.
 
-**Adding an operator** (e.g. a ``MultiwayJoin`` over k delta streams). Subclass
-``Operator`` (``wcoj.protocol``, re-exported here) and set:
+**Adding an operator**: subclass ``Operator`` (``wcoj.protocol``, re-exported here; its
+docstring says what to set), then ``circuit.add(MyOp(...), *streams)`` wires it.
 
-- ``name`` and ``input_kinds`` (a tuple of ``"zset"``, ``"indexed"``, ``"trace"``; set
-  ``variadic = True`` to accept any number >= 1 of the first kind);
-- ``output_schema(inputs)``: return the output ``Schema`` from the input schemas, or raise
-  ``CircuitError`` (wrong arity, key width ...); it runs when the node is wired;
-- ``init_state(inputs, n_dims)``: the state before the first tick (default ``None``);
-- ``eval(values, state, ctx) -> (output, new_state)``: pure: never mutate ``state`` in
-  place; return a new value (copy-on-write, or persistent structures such as ``Trace``).
-  ``ctx.time`` is the current time, ``ctx.n_dims`` its depth;
-- optional clock hooks: ``advance(state, frontier)`` after every tick (root) or epoch
-  (child), to compact traces; ``reset(state)`` at the end of each epoch inside a child, for
-  state that lives for one epoch (``z1``, ``integrate``); ``next_busy(values, state,
-  ctx)``: the next iteration at which the operator may fire although every delta input
-  stays empty (``None`` for never; the default, "the next one", is always safe);
-  ``pending(state, ctx)``: True to keep the loop going;
-- optional ``commit(staged)`` / ``rollback(staged)`` for mutable state (see Atomicity).
+**Compiled epochs.** A depth-1 child made only of nodes that ``wcoj.epoch`` knows (the
+nodes a positive recursive rule compiles to) runs each epoch of a kept step as one kernel
+call, through the same lattice kernels; the loop below is the route for every other child.
 
-Then ``circuit.add(MyOp(...), *streams)`` wires it. A ``MultiwayJoin`` would declare
-``input_kinds=("zset",)``, ``variadic=True``, keep its incremental indexes in its state and
-return them, updated, from ``eval``.
-
-Relies on ``wcoj.protocol`` (schemas, the ``Operator`` base), ``wcoj.zset`` and
-``wcoj.time``. Used by the
-operators (``wcoj.operators``), the recursion (``wcoj.recursion``) and the query compiler.
+Relies on ``wcoj.protocol`` (schemas, the ``Operator`` base), ``wcoj.schedule`` (what each
+part of a step visits), ``wcoj.zset`` and ``wcoj.time``. Used by the operators
+(``wcoj.operators``), the recursion (``wcoj.recursion``) and the query compiler.
 
 >>> from wcoj.zset import ZSet
 >>> c = Circuit()
@@ -84,8 +68,10 @@ from typing import Any
 
 import numpy as np
 
+from wcoj import config
 from wcoj.errors import ArityMismatchError, CircuitError
 from wcoj.protocol import KINDS, Context, Operator, Schema, schema_of
+from wcoj.schedule import CHILD, EXPORT, FEEDBACK, FORWARD, GIVEN, OPERATOR, Schedule
 from wcoj.stream import Feedback, Forward, Stream
 from wcoj.time import Time, extend
 from wcoj.zset import ZSet
@@ -134,6 +120,7 @@ class Circuit:
         self._sinks: dict[str, int] = {}
         self._exports: list[tuple[int, str]] = []  # (child node id, mode)
         self._order: list[int] | None = None
+        self._sched: Schedule | None = None  # made from _order (wcoj.schedule)
         self._state: dict[int, Any] | None = None
         self._journal: dict[tuple[int, ...], tuple[Operator, Any]] = {}  # this step's staged states
         self._keep = True  # root: whether this step's state is kept (step's keep)
@@ -173,7 +160,7 @@ class Circuit:
     def _invalidate(self) -> None:
         c: Circuit | None = self
         while c is not None:
-            c._order = None
+            c._order = c._sched = None
             c = c.parent
 
     def _own(self, s: Stream, what: str) -> int:
@@ -377,66 +364,73 @@ class Circuit:
                 st[j] = {"nodes": node.child._init_state(), "horizon": 0}
         return st
 
+    def _schedule(self) -> Schedule:
+        if self._sched is None or self._order is None:
+            self._sched = Schedule(self, self._topo())
+        return self._sched
+
     def _eval(self, time: Time, given: Mapping[int, Any], state: dict[int, Any]) -> dict[int, Any]:
         """One evaluation at ``time``; updates the staged ``state`` dict, returns all values."""
         values: dict[int, Any] = {}
-        root = self._root()
-        for j in self._topo():
-            node = self.nodes[j]
-            k = node.kind
-            if k in ("source", "import"):
-                values[j] = given.get(j) if given.get(j) is not None else node.schema.empty(self.n_dims)
-            elif k == "operator":
-                ins = [values[i] for i in node.inputs]
-                if node.op.linear and all(v.is_empty() for v in ins):
-                    values[j] = node.schema.empty(self.n_dims)  # stateless: nothing to stage
+        sched = self._schedule()
+        root, n_dims = sched.root, self.n_dims
+        for j, code, node, inputs, op, gid, journal in sched.steps:
+            if code == OPERATOR:
+                ins = [values[i] for i in inputs]
+                if op.linear and all(v.is_empty() for v in ins):
+                    values[j] = node.schema.empty(n_dims)  # stateless: nothing to stage
                     continue
-                ctx = Context(time, self.n_dims, self.global_id(j), root._keep)
-                out, state[j] = node.op.eval(ins, state[j], ctx)
-                root._journal[ctx.node] = (node.op, state[j])
-                values[j] = out
-            elif k == "feedback":
+                values[j], state[j] = op.eval(ins, state[j], Context(time, n_dims, gid, root._keep))
+                if journal:
+                    root._journal[gid] = (op, state[j])
+            elif code == GIVEN:
+                v = given.get(j)
+                values[j] = v if v is not None else node.schema.empty(n_dims)
+            elif code == FEEDBACK:
                 values[j] = state[j]
-            elif k == "forward":
-                values[j] = values[node.inputs[0]]
-            elif k == "child":
+            elif code == FORWARD:
+                values[j] = values[inputs[0]]
+            elif code == CHILD:
                 state[j], values[j] = node.child._run_epoch(time, values, state[j])
-            elif k == "export":
-                values[j] = values[node.inputs[0]][int(node.mode)]
+            elif code == EXPORT:
+                values[j] = values[inputs[0]][int(node.mode)]
         return values
 
     def _latch(self, values: dict[int, Any], state: dict[int, Any]) -> bool:
         """Store every delay's next value; True when the fixed-point test holds for all."""
         done = True
-        for j, node in enumerate(self.nodes):
-            if node.kind == "feedback":
-                new = values[node.inputs[0]]
-                if node.schema.kind != "trace":
-                    if self.fixedpoint == "empty":
-                        done = done and new.is_empty()
-                    else:
-                        done = done and new == state[j]
-                state[j] = new
+        empty = self.fixedpoint == "empty"
+        for j, i, is_trace, _ in self._schedule().feedback:
+            new = values[i]
+            if not is_trace and done:
+                done = new.is_empty() if empty else new == state[j]
+            state[j] = new
         return done
 
     def _clock_end(self, state: dict[int, Any], frontier: Time, epoch_end: bool) -> None:
-        for j, node in enumerate(self.nodes):
-            if node.kind == "operator":
-                s = node.op.advance(state[j], frontier)
-                if epoch_end:
-                    s = node.op.reset(s, [self.nodes[i].schema for i in node.inputs], self.n_dims)
-                state[j] = s
-            elif node.kind == "feedback":
-                if node.schema.kind == "trace":
-                    state[j] = state[j].advance(frontier)
-                elif epoch_end:
-                    state[j] = node.schema.empty(self.n_dims)
+        sched = self._schedule()
+        for j, op, schemas in sched.clock:
+            s = op.advance(state[j], frontier)
+            state[j] = op.reset(s, schemas, self.n_dims) if epoch_end else s
+        for j, _, is_trace, schema in sched.feedback:
+            if is_trace:
+                state[j] = state[j].advance(frontier)
+            elif epoch_end:
+                state[j] = schema.empty(self.n_dims)
 
     def _run_epoch(self, parent_time: Time, parent_values: dict[int, Any], cstate: dict) -> tuple[dict, dict[int, Any]]:
         """Iterate this child to a fixed point for one parent tick; returns (state, exports)."""
+        sched = self._schedule()
+        if sched.program is False:
+            from wcoj.epoch import program_for  # (it reads the operators, which import this module)
+            sched.program = program_for(self)
+        if sched.program is not None and config.EPOCH_KERNEL_MAX_ROWS:
+            done = sched.program.run(self, parent_time, parent_values, cstate)
+            if done is not None:
+                return done
         state = dict(cstate["nodes"])
         horizon = cstate["horizon"]
-        imports = [(j, int(n.name), n.mode) for j, n in enumerate(self.nodes) if n.kind == "import"]
+        imports = sched.imports
         sums: dict[int, list] = {e: [] for e in range(len(self._exports))}
         last: dict[int, Any] = {}
         i = evaluated = 0
@@ -450,8 +444,7 @@ class Circuit:
                 else:
                     last[e] = values[j]
             done = self._latch(values, state)
-            ctx = Context(t, self.n_dims, self.path())
-            busy = any(n.op.pending(state[j], ctx) for j, n in enumerate(self.nodes) if n.kind == "operator")
+            busy = any(op.pending(state[j], Context(t, self.n_dims, self.path())) for j, op in sched.pending)
             i += 1
             evaluated += 1
             if done and not busy:
@@ -473,19 +466,18 @@ class Circuit:
         return {"nodes": state, "horizon": max(horizon, i), "iterations": i, "evaluated": evaluated}, out
 
     def _next_busy(self, t: Time, values: dict[int, Any], state: dict[int, Any]) -> int | None:
-        """The soonest ``Operator.next_busy`` over this circuit's operators (a nested child
-        counts as busy at the next iteration)."""
+        """The soonest ``Operator.next_busy`` over the operators that are not ``never_busy``
+        (a nested child counts as busy at the next iteration)."""
+        sched = self._schedule()
+        if sched.has_child:
+            return t[-1] + 1
         soonest = None
-        for j, node in enumerate(self.nodes):
-            if node.kind == "child":
-                return t[-1] + 1
-            if node.kind == "operator":
-                ctx = Context(t, self.n_dims, self.global_id(j))
-                nb = node.op.next_busy([values[k] for k in node.inputs], state[j], ctx)
-                if nb is not None and (soonest is None or nb < soonest):
-                    soonest = nb
-                    if nb <= t[-1] + 1:
-                        break
+        for j, op, inputs, gid in sched.busy:
+            nb = op.next_busy([values[k] for k in inputs], state[j], Context(t, self.n_dims, gid))
+            if nb is not None and (soonest is None or nb < soonest):
+                soonest = nb
+                if nb <= t[-1] + 1:
+                    break
         return soonest
 
     def step(self, inputs: Mapping[Any, Any] | None = None, *, keep: bool = True) -> dict[str, Any]:

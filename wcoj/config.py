@@ -22,7 +22,7 @@ __all__ = ["SLICE_ROWS", "THREADS", "SHARES_PER_THREAD", "DELTA_SHARE_ROWS", "CO
            "CHANGE_ROWS", "DENSE_SPAN", "DENSE_MIN", "GROWTH", "SLACK", "RECURSION_LIMIT",
            "VIEW_REFRESH", "REFRESH_FRACTION", "REFRESH_MIN_FRACTION", "REFRESH_RELAX",
            "RADIX_MIN_ROWS", "RADIX_MAX_BITS", "DENSE_SUM_SLOTS", "DENSE_SUM_MAX_BITS", "TRACE_RUNS",
-           "TRACE_MERGE_RATIO", "CURR_MERGE_FRACTION", "CURR_MERGE_MAX_ROWS"]
+           "TRACE_MERGE_RATIO", "EPOCH_KERNEL_MAX_ROWS", "CURR_MERGE_FRACTION", "CURR_MERGE_MAX_ROWS"]
 
 # --- sorting rows (wcoj.rows)
 RADIX_MIN_ROWS = 512
@@ -53,6 +53,14 @@ nothing (0.40-0.51 s -> 0.34-0.37 s per query without those merges)."""
 TRACE_MERGE_RATIO = 2
 """A run is merged into the one before it once it is at least ``1 / TRACE_MERGE_RATIO``
 of that one's size: at most about log2(rows) runs."""
+
+EPOCH_KERNEL_MAX_ROWS = 4096
+"""A child circuit's epoch whose imported changes hold at most this many rows runs as one
+kernel call (``wcoj.epoch``) when the child's nodes allow it; a larger one takes the
+interpreter, whose nested join sums a large output in a table (``DENSE_SUM_SLOTS``) where
+the kernel call buffers every row. The call saves the interpreter's fixed cost per node
+and iteration, which only small changes notice. 0 turns the kernel route off (the tests
+run both routes)."""
 
 DENSE_SUM_MAX_BITS = 28
 """The largest key space a table of one slot per packed row (a dense consolidation, the

@@ -4,11 +4,34 @@ Every node of a circuit carries a value of one ``Schema`` per tick: a ``ZSet``, 
 ``IndexedZSet`` or a ``Trace``. An ``Operator`` declares the kinds of its inputs, computes
 its output schema when it is wired, and evaluates purely: ``eval(values, state, ctx)``
 returns the output and the *new* state, so the runtime can stage every state change of a
-step and commit it only when the whole step succeeded. How to write one is in the
-``wcoj.circuit`` module docstring.
+step and commit it only when the whole step succeeded.
 
-Relies on ``wcoj.zset``, ``wcoj.indexed`` and ``wcoj.trace``. Used by ``wcoj.circuit`` and
-every operator (``wcoj.operators``; later the multi-way join).
+**Adding an operator** (e.g. a ``MultiwayJoin`` over k delta streams). Subclass
+``Operator`` and set:
+
+- ``name`` and ``input_kinds`` (a tuple of ``"zset"``, ``"indexed"``, ``"trace"``; set
+  ``variadic = True`` to accept any number >= 1 of the first kind);
+- ``output_schema(inputs)``: return the output ``Schema`` from the input schemas, or raise
+  ``CircuitError`` (wrong arity, key width ...); it runs when the node is wired;
+- ``init_state(inputs, n_dims)``: the state before the first tick (default ``None``);
+- ``eval(values, state, ctx) -> (output, new_state)``: pure: never mutate ``state`` in
+  place; return a new value (copy-on-write, or persistent structures such as ``Trace``).
+  ``ctx.time`` is the current time, ``ctx.n_dims`` its depth;
+- optional clock hooks: ``advance(state, frontier)`` after every tick (root) or epoch
+  (child), to compact traces; ``reset(state)`` at the end of each epoch inside a child, for
+  state that lives for one epoch (``z1``, ``integrate``); ``next_busy(values, state,
+  ctx)``: the next iteration at which the operator may fire although every delta input
+  stays empty (``None`` for never; the default, "the next one", is always safe);
+  ``pending(state, ctx)``: True to keep the loop going;
+- optional ``commit(staged)`` / ``rollback(staged)`` for mutable state (the Atomicity
+  paragraph of ``wcoj.circuit``).
+
+Then ``circuit.add(MyOp(...), *streams)`` wires it. A ``MultiwayJoin`` would declare
+``input_kinds=("zset",)``, ``variadic=True``, keep its incremental indexes in its state and
+return them, updated, from ``eval``.
+
+Relies on ``wcoj.zset``, ``wcoj.indexed`` and ``wcoj.trace``. Used by ``wcoj.circuit``,
+``wcoj.schedule`` and every operator (``wcoj.operators``, ``wcoj.multiway``).
 
 >>> Schema("indexed", 3, 1).empty()
 IndexedZSet(n_key=1, arity=3, {})
@@ -18,7 +41,6 @@ Schema(kind='zset', arity=2, n_key=None)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from wcoj.errors import CircuitError, InputError
@@ -27,7 +49,7 @@ from wcoj.time import Time, as_row
 from wcoj.trace import Trace
 from wcoj.zset import ZSet
 
-__all__ = ["KINDS", "Schema", "schema_of", "Context", "Operator"]
+__all__ = ["KINDS", "Schema", "schema_of", "Context", "Operator", "never_busy"]
 
 KINDS = ("zset", "indexed", "trace")
 
@@ -67,9 +89,9 @@ def schema_of(value: Any) -> Schema:
     raise InputError(f"streams carry ZSet, IndexedZSet or Trace values, got {type(value).__name__}")
 
 
-@dataclass(frozen=True)
-class Context:
-    """What an operator may know about the current evaluation."""
+class Context(NamedTuple):
+    """What an operator may know about the current evaluation (a named tuple: the runtime
+    makes one per operator call, which costs half of a frozen dataclass's)."""
 
     time: Time
     n_dims: int
@@ -77,6 +99,13 @@ class Context:
     # False in a tick that keeps no state (``Circuit.step(keep=False)``, ``q``'s one tick):
     # what only later ticks or epochs would read need not be kept
     keep: bool = True
+
+
+def never_busy(self: Operator, values: list[Any], state: Any, ctx: Context) -> int | None:
+    """``next_busy`` of an operator that outputs nothing and keeps no state while its delta
+    inputs are empty (stateless maps, trace appends, ...): the fixed-point loop need not
+    ask it (``wcoj.schedule``)."""
+    return None
 
 
 class Operator:

@@ -54,7 +54,7 @@ def reachability_circuit(*, max_iterations: int = 10_000) -> Circuit:
     roots = c.source(arity=1, name="roots")
     child = c.child(max_iterations=max_iterations)
     e = child.import_(edges)
-    seed = child.import_(roots).map(lambda k: k[:, [0, 0]], arity=2)
+    seed = child.import_(roots).map(Columns([0, 0]), arity=2)
     c.sink(child.export(closure(child, seed, e)), "reach")
     return c
 

@@ -330,6 +330,17 @@ class Trace:
         self._merge_tail(recent, None, config.TRACE_RUNS)  # an epoch's few iterations: no merges
         return self._replace(recent=tuple(r for r in recent if len(r)))
 
+    def with_run(self, z: ZSet, lo: tuple[int, ...], hi: tuple[int, ...]) -> Trace:
+        """A new trace with ``z`` added as one run: its rows already end in their times'
+        columns, sorted and consolidated, the times between ``lo`` and ``hi`` coordinate by
+        coordinate (an epoch's appends, merged by the compiled epoch: ``wcoj.epoch``). The
+        same entries as ``insert`` of each time's rows at that time."""
+        if not len(z):
+            return self
+        recent = list(self.recent) + [_Run(z, self.n_key, self.arity, (lo, hi))]
+        self._merge_tail(recent, None, config.TRACE_RUNS)
+        return self._replace(recent=tuple(recent))
+
     def append_untimed(self, batch: ZSet | IndexedZSet) -> Trace:
         """Add ``batch`` at the least time (``untimed_trace_append``): visible to every query
         ``upto(t)``, as if it had always been there."""

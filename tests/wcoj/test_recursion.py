@@ -2,14 +2,26 @@
 delete edges, against networkx at every tick; batch versus one change at a time; the
 deletion cases that defeat naive counting (cycles that support themselves)."""
 
+import pytest
 import reference as ref
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from strategies import graph_snapshots, nodes, zdelta
+from wcoj import config
 from wcoj.circuit import Circuit
 from wcoj.recursion import closure, reachability_circuit, transitive_closure_circuit
 from wcoj.zset import ZSet
+
+
+@pytest.fixture(autouse=True, scope="module", params=["kernel", "interpreter"])
+def epoch_route(request):
+    """Every test twice: a child's epoch as one kernel call (``wcoj.epoch``, the default
+    for a kept step's small changes) and through the interpreter."""
+    saved = config.EPOCH_KERNEL_MAX_ROWS
+    config.EPOCH_KERNEL_MAX_ROWS = saved if request.param == "kernel" else 0
+    yield request.param
+    config.EPOCH_KERNEL_MAX_ROWS = saved
 
 
 def _check(out: ZSet, acc: dict) -> dict:

@@ -89,8 +89,10 @@ def join_lattice(a: IndexedZSet, b: IndexedZSet, a_prior: Trace, b_prior: Trace,
     a_map, b_map = _join_maps(a_prior.arity, nk, width, None if cols is None else cols.cols)
     ta, tb = a_prior.run_table(a, t), b_prior.run_table(b, t)
     p = _dense_packing(a, b, a_prior, b_prior, a_map, b_map) if fn is None or cols is not None else None
-    args = (read_only(ta.table), read_only(tb.table), nk, a_prior.arity, b_prior.arity,
-            read_only(np.array(t, dtype=np.int64)), read_only(a_map), read_only(b_map))
+    # run tables and the time writable, as the compiled epoch passes its own (one version
+    # of the kernel for both routes; ``wcoj.kernels.epoch``)
+    args = (ta.table, tb.table, nk, a_prior.arity, b_prior.arity, np.array(t, dtype=np.int64),
+            read_only(a_map), read_only(b_map))
     if p is None:
         k, w, m, status, x, y = lattice_join(*args, *NO_PACKING, 0)
     else:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from wcoj.circuit import Context, Operator, Schema
+from wcoj.protocol import never_busy
 from wcoj.errors import CircuitError
 from wcoj.time import as_row
 from wcoj.zset import ZSet  # noqa: F401  (the doctests use it)
@@ -44,9 +45,7 @@ def infer_arity(fn: Callable, arity: int) -> int:
     return 1 if out.ndim == 1 else int(out.shape[1])
 
 
-def _idle(self: Operator, values: list[Any], state: Any, ctx: Context) -> int | None:
-    """``next_busy`` of a stateless operator that maps empty inputs to an empty output."""
-    return None
+_idle = never_busy
 
 
 def _busy_while_state(self: Operator, values: list[Any], state: Any, ctx: Context) -> int | None:

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from wcoj.circuit import Circuit, Context, Operator, Schema, Stream
+from wcoj.protocol import never_busy
 from wcoj.errors import CircuitError, WeightOverflowError
 from wcoj.indexed import IndexedZSet
 from wcoj.kernels.memory import read_only
@@ -103,8 +104,8 @@ def next_busy_iteration(batch: ZSet | IndexedZSet | None, prior: Trace, other: T
         return None
     src = prior.run_table(batch, t)
     dst = other.run_table()
-    it = lattice_next(read_only(src.table), prior.n_key, prior.arity, read_only(np.array(t, dtype=np.int64)),
-                      read_only(dst.table), other.arity)
+    # (run tables and time writable, as the compiled epoch passes them: ``_lattice_distinct``)
+    it = lattice_next(src.table, prior.n_key, prior.arity, np.array(t, dtype=np.int64), dst.table, other.arity)
     return None if it < 0 else int(it)
 
 
@@ -113,8 +114,7 @@ def _soonest(*its: int | None) -> int | None:
     return min(found) if found else None
 
 
-def _idle(self: Operator, values: list[Any], state: Any, ctx: Context) -> int | None:
-    return None
+_idle = never_busy
 
 
 def _corners(t: tuple[int, ...]) -> list[tuple[int, np.ndarray]]:
@@ -160,8 +160,8 @@ def scheduled_distinct(batch: ZSet, prior: Trace, t: tuple[int, ...], plan: dict
 
 @functools.lru_cache(maxsize=None)
 def _no_rows(arity: int) -> np.ndarray:
-    """An empty ``int64[0, arity]`` (read-only: shared)."""
-    return read_only(np.zeros((0, arity), dtype=np.int64))
+    """An empty ``int64[0, arity]`` (shared: no kernel writes into it)."""
+    return np.zeros((0, arity), dtype=np.int64)  # (writable, as ``_lattice_distinct`` passes rows)
 
 
 def _lattice_distinct(batch: ZSet, prior: Trace, t: tuple[int, ...], extra: Any, scheduled: bool):
@@ -170,9 +170,11 @@ def _lattice_distinct(batch: ZSet, prior: Trace, t: tuple[int, ...], extra: Any,
     ``scheduled`` as there): ``(change, plan rows, plan iterations)``."""
     arity = prior.arity
     table = prior.run_table(batch, t)
+    # the run table, time and rows writable, as the compiled epoch passes its own: one
+    # version of the kernel for both routes (``wcoj.kernels.epoch``)
     k, w, m, bad, plan_rows, plan_its, s = lattice_distinct(
-        read_only(table.table), len(prior._all_runs()), arity, read_only(np.array(t, dtype=np.int64)),
-        read_only(np.ascontiguousarray(extra)), scheduled)
+        table.table, len(prior._all_runs()), arity, np.array(t, dtype=np.int64), np.ascontiguousarray(extra),
+        scheduled)
     if bad >= 0:
         raise WeightOverflowError(f"distinct: the accumulated weight of row "
                                   f"{tuple(k[m].tolist())} does not fit in int64")
