@@ -140,91 +140,41 @@ def _next_join(batch, prior_plus, prior, other, nk, p_arity, o_arity, t):
 
 
 @kernel
-def _join(vk, vw, vt, plus_k, plus_t, scratch, prog, params, s, t, no_packing):
-    """The nested join of step ``s``: ``(rows, weights, ok)``; keeps the tables of each side
-    with its batch (``plus_k``/``plus_t``) for the next-busy test."""
-    ia, ib, ta, tb, a = prog[s, IN0], prog[s, IN1], prog[s, IN2], prog[s, IN3], prog[s, ARITY]
-    tab_a, tab_b = vt[ta], vt[tb]
-    if vk[ia].shape[0]:
-        scratch.append(_timed(vk[ia], t[0], t[1]))
-        tab_a = _plus_run(tab_a, scratch[-1], vw[ia], t[0], t[1])
-    if vk[ib].shape[0]:
-        scratch.append(_timed(vk[ib], t[0], t[1]))
-        tab_b = _plus_run(tab_b, scratch[-1], vw[ib], t[0], t[1])
-    plus_k[s], plus_t[s] = tab_a, tab_b
-    if _entries(tab_a) == 0 or _entries(tab_b) == 0:
-        return np.empty((0, a), dtype=np.int64), np.empty(0, dtype=np.int64), True
-    na, off = prog[s, P_LEN], prog[s, P_OFF]
-    a_map = params[off: off + 2 * na].reshape(2, na)
-    b_map = params[off + 2 * na: off + 2 * a].reshape(2, a - na)
-    k, w, m, status, x, y = lattice_join(tab_a, tab_b, prog[s, AUX], prog[s, AUX2], prog[s, AUX3], t,
-                                         a_map, b_map, no_packing, no_packing, no_packing, 0)
-    if status != LATTICE_OK:
-        return k, w, False
-    k, w, bad = _consolidated(k, w, m)
-    return k, w, bad < 0
+def _with_batch(table, keys, weights, t):
+    """``table`` with the batch ``keys``/``weights`` as one more run at ``t``, and the timed
+    rows that run points at (the caller keeps them alive while the table is read)."""
+    timed = _timed(keys, t[0], t[1])
+    return _plus_run(table, timed, weights, t[0], t[1]), timed
 
 
 @kernel
-def _distinct(vk, vw, vt, plan_k, plan_i, plan_n, scratch, prog, s, t):
-    """``distinct_trace`` of step ``s`` with its plan: ``(rows, weights, ok)``; adds the
-    batch's planned rows to the plan."""
-    b, tr, ps, a = prog[s, IN0], prog[s, IN1], s + 1, prog[s, ARITY]
-    table = vt[tr]
-    n_prior = table.shape[0]
-    if vk[b].shape[0]:
-        scratch.append(_timed(vk[b], t[0], t[1]))
-        table = _plus_run(table, scratch[-1], vw[b], t[0], t[1])
-    pk, pi, n = plan_k[ps], plan_i[ps], plan_n[ps]
+def _planned(pk, pi, n, it, a):
+    """The rows of a distinct's plan due at iteration ``it``."""
     ne = 0
     for p in range(n):
-        if pi[p] == t[1]:
+        if pi[p] == it:
             ne += 1
     extra = np.empty((ne, a), dtype=np.int64)
     ne = 0
     for p in range(n):
-        if pi[p] == t[1]:
+        if pi[p] == it:
             for c in range(a):
                 extra[ne, c] = pk[p, c]
             ne += 1
-    k, w, m, bad, rows, its, new = lattice_distinct(table, n_prior, a, t, extra, True)
-    if bad >= 0:
-        return k, w, False
-    if n + new > pi.shape[0]:
-        cap = 2 * (n + new)
-        pk, pi = grown(pk, n, cap), grown(pi, n, cap)
-        plan_k[ps], plan_i[ps] = pk, pi
-    for p in range(new):
-        for c in range(a):
-            pk[n + p, c] = rows[p, c]
-        pi[n + p] = its[p]
-    plan_n[ps] = n + new
-    return k[:m], w[:m], True
+    return extra
 
 
 @kernel
-def _next_busy(prog, vk, vt, plus_k, plus_t, plan_i, plan_n, t):
-    """The soonest later iteration at which a join or distinct may fire with no new input
-    (``Operator.next_busy``), -1 for never."""
-    nxt = _NONE
-    for s in range(prog.shape[0]):
-        code = prog[s, CODE]
-        if code == JOIN:
-            ia, ib, ta, tb = prog[s, IN0], prog[s, IN1], prog[s, IN2], prog[s, IN3]
-            nk, aa, ab = prog[s, AUX], prog[s, AUX2], prog[s, AUX3]
-            it = _next_join(vk[ia], plus_k[s], vt[ta], vt[tb], nk, aa, ab, t)
-            if it >= 0 and (nxt < 0 or it < nxt):
-                nxt = it
-            it = _next_join(vk[ib], plus_t[s], vt[tb], vt[ta], nk, ab, aa, t)
-            if it >= 0 and (nxt < 0 or it < nxt):
-                nxt = it
-        elif code == DISTINCT:
-            ps = s + 1
-            for p in range(plan_n[ps]):
-                it = plan_i[ps][p]
-                if it > t[1] and (nxt < 0 or it < nxt):
-                    nxt = it
-    return nxt
+def _plan_add(pk, pi, n, rows, its, new):
+    """The plan with ``new`` more rows: ``(rows, iterations, n)``, grown when full."""
+    if n + new > pi.shape[0]:
+        cap = 2 * (n + new)
+        pk, pi = grown(pk, n, cap), grown(pi, n, cap)
+    for p in range(new):
+        for c in range(pk.shape[1]):
+            pk[n + p, c] = rows[p, c]
+        pi[n + p] = its[p]
+    return pk, pi, n + new
 
 
 @kernel
@@ -348,10 +298,27 @@ def run_epoch(prog, params, n_nodes, fbz_in, fbz_arity, fbt_in, tables, table_of
                     vt[j] = _plus_run(vt[tr], keep_k[-1], keep_w[-1], t0, i)
                     run_meta = _meta(run_meta, n_runs, prog[s, AUX], i, len(keep_k) - 1)
                     n_runs += 1
-            elif code == JOIN:
-                k, w, ok = _join(vk, vw, vt, plus_k, plus_t, scratch, prog, params, s, t, no_packing)
+            elif code == JOIN:  # (inline: each level of calls costs a cold start seconds)
+                y, ta, tb = prog[s, IN1], prog[s, IN2], prog[s, IN3]
+                tab_a, tab_b = vt[ta], vt[tb]
+                if vk[x].shape[0]:
+                    tab_a, timed = _with_batch(tab_a, vk[x], vw[x], t)
+                    scratch.append(timed)
+                if vk[y].shape[0]:
+                    tab_b, timed = _with_batch(tab_b, vk[y], vw[y], t)
+                    scratch.append(timed)
+                plus_k[s], plus_t[s] = tab_a, tab_b
+                if _entries(tab_a) == 0 or _entries(tab_b) == 0:
+                    vk[j], vw[j] = np.empty((0, a), dtype=np.int64), empty1
+                    continue
+                na, off = prog[s, P_LEN], prog[s, P_OFF]
+                k, w, m, st, _, _ = lattice_join(tab_a, tab_b, prog[s, AUX], prog[s, AUX2], prog[s, AUX3], t,
+                                                 params[off: off + 2 * na].reshape(2, na),
+                                                 params[off + 2 * na: off + 2 * a].reshape(2, a - na),
+                                                 no_packing, no_packing, no_packing, 0)
+                k, w, bad = _consolidated(k, w, m if st == LATTICE_OK else 0)
                 vk[j], vw[j] = k, w
-                status = status if ok else FAILED
+                status = FAILED if st != LATTICE_OK or bad >= 0 else status
             elif code == PLUS:
                 y = prog[s, IN1]
                 if vk[y].shape[0] == 0:
@@ -365,9 +332,19 @@ def run_epoch(prog, params, n_nodes, fbz_in, fbz_arity, fbt_in, tables, table_of
                     vk[j], vw[j] = k[:m], w[:m]
                     status = FAILED if bad >= 0 else status
             elif code == DISTINCT:
-                k, w, ok = _distinct(vk, vw, vt, plan_k, plan_i, plan_n, scratch, prog, s, t)
-                vk[j], vw[j] = k, w
-                status = status if ok else FAILED
+                table = vt[prog[s, IN1]]
+                n_prior = table.shape[0]
+                if vk[x].shape[0]:
+                    table, timed = _with_batch(table, vk[x], vw[x], t)
+                    scratch.append(timed)
+                extra = _planned(plan_k[s + 1], plan_i[s + 1], plan_n[s + 1], i, a)
+                k, w, m, bad, rows, its, new = lattice_distinct(table, n_prior, a, t, extra, True)
+                vk[j], vw[j] = k[:m], w[:m]
+                if bad >= 0:
+                    status = FAILED
+                else:
+                    plan_k[s + 1], plan_i[s + 1], plan_n[s + 1] = _plan_add(plan_k[s + 1], plan_i[s + 1],
+                                                                          plan_n[s + 1], rows, its, new)
         if status != DONE:
             break
         for e in range(exports.shape[0]):
@@ -387,7 +364,20 @@ def run_epoch(prog, params, n_nodes, fbz_in, fbz_arity, fbt_in, tables, table_of
         if done:
             if i >= horizon:
                 break
-            nxt = _next_busy(prog, vk, vt, plus_k, plus_t, plan_i, plan_n, t)
+            nxt = _NONE  # the soonest later iteration at which a join or distinct may fire
+            for s in range(prog.shape[0]):  # with no new input (Operator.next_busy)
+                code = prog[s, CODE]
+                if code == JOIN:
+                    x, y, ta, tb = prog[s, IN0], prog[s, IN1], prog[s, IN2], prog[s, IN3]
+                    nk, aa, ab = prog[s, AUX], prog[s, AUX2], prog[s, AUX3]
+                    it = _next_join(vk[x], plus_k[s], vt[ta], vt[tb], nk, aa, ab, t)
+                    nxt = it if it >= 0 and (nxt < 0 or it < nxt) else nxt
+                    it = _next_join(vk[y], plus_t[s], vt[tb], vt[ta], nk, ab, aa, t)
+                    nxt = it if it >= 0 and (nxt < 0 or it < nxt) else nxt
+                elif code == DISTINCT:
+                    for p in range(plan_n[s + 1]):
+                        it = plan_i[s + 1][p]
+                        nxt = it if it > t[1] and (nxt < 0 or it < nxt) else nxt
             if nxt < 0:
                 break
             i = max(i, nxt)
