@@ -52,10 +52,10 @@ import numpy as np
 import numpy.typing as npt
 
 from wcoj import config
-from wcoj.errors import ArityMismatchError, InputError
+from wcoj.errors import ArityMismatchError, InputError, WeightOverflowError
 from wcoj.indexed import IndexedZSet
 from wcoj.kernels.memory import read_only
-from wcoj.kernels.zsets import match_ranges_into, timed_into
+from wcoj.kernels.zsets import advanced_into, match_ranges_into, merge_rows_into, timed_into
 from wcoj.rows import Packing, column_bounds, group_starts, packing_for, row_order, union_bounds
 from wcoj.tables import RunTable
 from wcoj.time import Box, Time, as_row
@@ -201,6 +201,34 @@ def _at_time(keys: I64, arity: int, time: tuple[int, ...]) -> I64:
     keys = keys.copy()
     keys[:, arity:] = time
     return keys
+
+
+def _advanced_merge(runs: list[_Run], arity: int, f: tuple[int, ...]) -> ZSet | None:
+    """Two runs' entries with their times advanced to ``f``, summed: each run is advanced
+    in one pass (its entries stay sorted by row, and a row's few times are sorted again
+    in place: ``advanced_into``), then the two are merged. None when a row has more
+    entries than that pass sorts (``GROUP_MAX``): the caller sorts them all. (It had
+    sorted every merge's rows, ~200 us of a 100-datom update of a recursive view.)"""
+    frontier = read_only(np.array(f, dtype=np.int64))
+    parts = []
+    for r in runs:
+        k, w = r.z.keys, r.z.weights
+        out_k, out_w = np.empty(k.shape, dtype=np.int64), np.empty(len(w), dtype=np.int64)
+        m, bad = advanced_into(read_only(k), read_only(w), arity, frontier, out_k, out_w)
+        if bad == -2:
+            return None
+        if bad >= 0:
+            raise WeightOverflowError(f"trace: the weight of row {tuple(k[bad, :arity].tolist())} summed "
+                                      f"over its times does not fit in int64")
+        parts.append((out_k[:m], out_w[:m]))
+    (ka, wa), (kb, wb) = parts
+    out_k = np.empty((len(wa) + len(wb), ka.shape[1]), dtype=np.int64)
+    out_w = np.empty(len(wa) + len(wb), dtype=np.int64)
+    m, bad = merge_rows_into(ka, wa, kb, wb, out_k, out_w)
+    if bad >= 0:
+        raise WeightOverflowError(f"trace: the weight of row {tuple(ka[bad, :arity].tolist())} summed "
+                                  f"over its times does not fit in int64")
+    return ZSet(out_k[:m], out_w[:m])
 
 
 def _advance_times(keys: I64, arity: int, frontier: tuple[int, ...] | None) -> I64:
@@ -397,6 +425,10 @@ class Trace:
                      for r in runs if r.n]
             z = consolidate_sorted_parts(parts, self.arity + self.n_dims)
             return _Run(z, self.n_key, self.arity, (f, f))
+        if len(runs) == 2:  # the spine's merges: two linear passes, no sort
+            z = _advanced_merge(runs, self.arity, f)
+            if z is not None:
+                return _Run(z, self.n_key, self.arity)
         keys = np.concatenate([r.z.keys for r in runs])
         weights = np.concatenate([r.z.weights for r in runs])
         return _Run(ZSet.from_arrays(_advance_times(keys, self.arity, f), weights), self.n_key, self.arity)

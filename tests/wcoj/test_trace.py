@@ -159,3 +159,27 @@ def test_errors():
         tr.insert(ZSet.from_rows([(1, 2)]), 0)
     with pytest.raises(ArityMismatchError):
         Trace(arity=2, n_key=1).insert(IndexedZSet(ZSet.from_rows([(1, 2)]), 2), 0)
+
+
+def test_a_merge_of_runs_with_a_row_at_many_times_sorts_them_all():
+    # the spine merges two runs of two epochs by advancing each in one pass, unless a row
+    # has more entries than that pass sorts (GROUP_MAX): then it sorts every entry. Row
+    # 100 is at every iteration of both epochs; the answers are those of a dict oracle.
+    from wcoj.kernels.zsets import GROUP_MAX
+    n = GROUP_MAX + 2
+    want: dict = {}
+    tr = Trace(1, n_dims=2)
+    for e, w in ((0, 1), (1, -1), (2, 1)):
+        for i in range(n):
+            rows = {(100,): w, (i,): 1}
+            tr = tr.insert(ZSet.from_dict(rows), (e, i))
+            for r, x in rows.items():
+                want[(r, e, i)] = want.get((r, e, i), 0) + x
+        tr = tr.advance((e + 1, 0))
+    assert len(tr.runs) < 3  # (the epochs' runs were merged)
+    for i in (0, 3, n - 1, n + 5):
+        got = {}
+        for (r, _, j), x in want.items():
+            if j <= i:
+                got[r] = got.get(r, 0) + x
+        assert tr.upto((3, i)).to_dict() == {r: x for r, x in got.items() if x}

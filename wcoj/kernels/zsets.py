@@ -17,10 +17,12 @@ from numba import njit
 from .memory import kernel, row_kernel
 
 __all__ = ["I64_MAX", "I64_MIN", "multiply_into", "segment_sum_into", "run_sums_into",
-           "sort_small_into", "radix_sort_into", "dense_sums_into", "column_bounds_into", "pack_rows_into", "match_ranges_into", "merge_rows_into", "sum_adjacent_into", "cross_rows_into", "SMALL_ROWS"]
+           "sort_small_into", "radix_sort_into", "dense_sums_into", "column_bounds_into", "pack_rows_into", "match_ranges_into", "merge_rows_into", "sum_adjacent_into", "cross_rows_into", "advanced_into",
+           "SMALL_ROWS", "GROUP_MAX"]
 
 I64_MAX = np.iinfo(np.int64).max
 I64_MIN = np.iinfo(np.int64).min
+GROUP_MAX = 64  # advanced_into sorts a row's entries by insertion up to this many
 SMALL_ROWS = 512  # wcoj.zset consolidates up to this many rows in one kernel call (sort_small_into:
 # 20 us for 512 rows in random order, where the general route's numpy calls cost 44 us), and
 # wcoj.rows.row_order sorts them with sorted_order (12 us at 512 rows, against 14-17)
@@ -463,3 +465,70 @@ def sum_adjacent_into(keys, w, out_keys, out_w):
             m += 1
         i = j
     return m, -1
+
+
+@kernel
+def advanced_into(keys, w, arity, frontier, out_keys, out_w):
+    """A trace run's entries with every time advanced to ``t ⊔ frontier`` (the
+    coordinate-wise max), consolidated: ``keys`` rows then times, sorted by both, so the
+    entries of a row are adjacent and only their times need sorting again (by insertion,
+    a row's few times). Writes into ``out_keys``/``out_w`` (as many rows as the input);
+    returns ``(m, bad)``: rows written, and -1, the input row whose weight made a sum leave
+    int64, or -2 when a row has more than ``GROUP_MAX`` entries (nothing is then valid)."""
+    n, width = keys.shape
+    m = 0
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and _same_row(keys, i, j, arity):
+            j += 1
+        if j - i > GROUP_MAX:
+            return 0, -2
+        g = m  # the row's entries go to out[g:m], sorted by time
+        for p in range(i, j):
+            q = g  # first slot whose time is >= p's advanced time
+            c = 0
+            while q < m:
+                c = 0
+                for x in range(arity, width):
+                    tx = max(keys[p, x], frontier[x - arity])
+                    if out_keys[q, x] != tx:
+                        c = -1 if out_keys[q, x] < tx else 1
+                        break
+                if c >= 0:
+                    break
+                q += 1
+            if q < m and c == 0:
+                if _add_overflows(out_w[q], w[p]):
+                    return m, p
+                out_w[q] += w[p]
+                continue
+            for r in range(m, q, -1):  # make room at q
+                for x in range(width):
+                    out_keys[r, x] = out_keys[r - 1, x]
+                out_w[r] = out_w[r - 1]
+            for x in range(arity):
+                out_keys[q, x] = keys[p, x]
+            for x in range(arity, width):
+                out_keys[q, x] = max(keys[p, x], frontier[x - arity])
+            out_w[q] = w[p]
+            m += 1
+        k = g
+        for q in range(g, m):  # drop the times whose weights cancelled
+            if out_w[q] != 0:
+                if k != q:
+                    for x in range(width):
+                        out_keys[k, x] = out_keys[q, x]
+                    out_w[k] = out_w[q]
+                k += 1
+        m = k
+        i = j
+    return m, -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _same_row(a, i, j, arity):
+    for c in range(arity):
+        if a[i, c] != a[j, c]:
+            return False
+    return True

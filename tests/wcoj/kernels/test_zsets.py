@@ -329,3 +329,42 @@ def test_timed_into_appends_the_time_to_every_row_and_bounds_the_columns(rows, t
     assert out.tolist() == [list(r) + list(time) for r in rows]
     if bounds and rows:
         assert lows.tolist() == keys.min(axis=0).tolist() and highs.tolist() == keys.max(axis=0).tolist()
+
+
+@st.composite
+def timed_run(draw):
+    """A trace run as the spine holds one: rows of 1-2 columns then an (epoch, iteration)
+    time, sorted by both, each (row, time) once with a non-zero weight; and a frontier."""
+    arity = draw(st.integers(1, 2))
+    entries = draw(st.dictionaries(st.tuples(*[st.integers(0, 3)] * (arity + 2)),
+                                   st.integers(-3, 3).filter(bool), max_size=30))
+    frontier = draw(st.tuples(st.integers(0, 3), st.integers(0, 3)))
+    rows = sorted(entries)
+    keys = np.array(rows, np.int64).reshape(len(rows), arity + 2)
+    return arity, keys, np.array([entries[r] for r in rows], np.int64), np.array(frontier, np.int64)
+
+
+@given(timed_run())
+def test_advanced_into_equals_a_dict_sum_of_the_advanced_entries(case):
+    arity, keys, ws, frontier = case
+    out_k, out_w = np.empty_like(keys), np.empty(len(ws), np.int64)
+    m, bad = wk.advanced_into(keys, ws, arity, frontier, out_k, out_w)
+    assert bad == -1
+    want = {}
+    for r, w in zip(keys.tolist(), ws.tolist()):
+        t = tuple(max(x, f) for x, f in zip(r[arity:], frontier.tolist()))
+        want[tuple(r[:arity]) + t] = want.get(tuple(r[:arity]) + t, 0) + w
+    want = {r: w for r, w in sorted(want.items()) if w}
+    assert [tuple(r) for r in out_k[:m].tolist()] == list(want)     # sorted by row then time
+    assert out_w[:m].tolist() == list(want.values())
+
+
+def test_advanced_into_leaves_a_row_of_many_times_to_the_caller_and_names_an_overflow():
+    n = wk.GROUP_MAX + 1  # one row at n iterations: more than the insertion sort takes
+    keys = np.array([[7, 0, i] for i in range(n)], np.int64)
+    out_k, out_w = np.empty_like(keys), np.empty(n, np.int64)
+    assert wk.advanced_into(keys, np.ones(n, np.int64), 1, np.zeros(2, np.int64), out_k, out_w)[1] == -2
+    keys = np.array([[7, 0, 1], [7, 1, 0]], np.int64)  # both become (7, 1, 1)
+    m, bad = wk.advanced_into(keys, np.array([I64_MAX, 1], np.int64), 1, np.array([1, 1], np.int64),
+                              out_k, out_w)
+    assert bad == 1
