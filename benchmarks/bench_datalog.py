@@ -86,13 +86,15 @@ DATASCRIPT_Q = {"reach-one": '[:find (count ?b) . :in $ % :where [?a "name" "p1"
                 "closure": '[:find (count ?b) . :in $ % :where (reach ?a ?b)]'}
 
 
-def build(n_people: int, n_edges: int, rng: np.random.Generator):
+def build(n_people: int, n_edges: int, rng: np.random.Generator, forest: int | None = None):
+    """A database of ``n_people`` with ``n_edges`` random ``:knows`` and a random ``:parent``
+    forest over the first ``forest`` people (default a quarter of them)."""
     db = Database()
     db.transact(SCHEMA)
     r = db.transact([{":db/id": f"p{i}", ":name": f"p{i}"} for i in range(n_people)])
     eids = np.array([r.tempids[f"p{i}"] for i in range(n_people)])
     edges = {tuple(x) for x in rng.integers(0, n_people, (n_edges, 2)).tolist() if x[0] != x[1]}
-    parents = {(i, int(rng.integers(0, i))) for i in range(1, n_people // 4)}
+    parents = {(i, int(rng.integers(0, i))) for i in range(1, forest or n_people // 4)}
     for attr, pairs in ((":knows", edges), (":parent", parents)):
         arr = np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
         db.load_datoms(eids[arr[:, 0]], attr, eids[arr[:, 1]])
@@ -125,7 +127,8 @@ def run(args) -> Results:
     print(header("bench_datalog", args.seed, people=args.people, edges=args.edges))
     if args.people:
         measure(args.people, args.edges, args.tx, args.repeat, args.seed, res,
-                queries=args.queries, requery=args.requery, cpu=args.clock == "cpu", routes=args.routes)
+                queries=args.queries, requery=args.requery, cpu=args.clock == "cpu", routes=args.routes,
+                forest=args.forest)
     if args.batch_people:
         batch(args.batch_people, args.closure_people, args.repeat, args.seed, res,
               args.datascript_timeout)
@@ -187,7 +190,7 @@ def _duck(pairs, name: str):
 
 def measure(people: int = 3000, edges: int = 30000, tx=(1, 100, 10000), repeat: int = 3, seed: int = 0,
             results: Results | None = None, queries=tuple(VIEW_QUERIES), requery: str = "q",
-            cpu: bool = True, routes=("auto",)) -> Results:
+            cpu: bool = True, routes=("auto",), forest: int | None = None) -> Results:
     """One row per query, transaction size and view route (table ``views``), printed as
     measured. ``routes``: values of ``config.VIEW_REFRESH`` (``auto``: the view steps or
     refreshes as ``queries.refresh`` decides; ``never``: it always steps, the route before
@@ -195,7 +198,9 @@ def measure(people: int = 3000, edges: int = 30000, tx=(1, 100, 10000), repeat: 
     (in alternating order) with the re-query in the same repeat. The loaded heap is frozen
     first (``settle_heap``), as a long-running process would do: otherwise Python's full
     collections (about 70 ms each here) land on every third or fourth 10,000-datom
-    transaction, on either side.
+    transaction, on either side. ``forest``: people in the ``:parent`` forest (default a
+    quarter: then a 10,000-datom transaction at 4,000 or 40,000 people retracts most or all of
+    it and the ancestors view refreshes, as ``q`` would).
 
     Both columns run the same single-threaded Python in this process, so by default they
     are timed in process CPU time, which the other jobs of a shared machine disturb far
@@ -204,7 +209,8 @@ def measure(people: int = 3000, edges: int = 30000, tx=(1, 100, 10000), repeat: 
     from wcoj import config
 
     clock = time.process_time if cpu else time.perf_counter
-    args = argparse.Namespace(people=people, edges=edges, tx=list(tx), repeat=repeat, seed=seed)
+    args = argparse.Namespace(people=people, edges=edges, tx=list(tx), repeat=repeat, seed=seed,
+                              forest=forest or people // 4)
     results = results or Results("bench_datalog", seed, people=people, edges=edges)
     print(f"{'query':10} {'tx_datoms':>9} {'route':>6} {'view_ms':>10} {'requery_ms':>11} "
           f"{'view/requery':>13} {'speedup':>8} {'duckdb_ms':>10} {'view/duckdb':>12}  "
@@ -224,20 +230,21 @@ def _measure_k(name, k, args, routes, requery, clock, results, config):
     pick = 2 if attr == ":knows" else 3  # build()'s edges or parents
     # the same database once per route and once without views (one seed each), so every
     # side takes the same changes
-    dbs = [build(args.people, args.edges, np.random.default_rng(args.seed)) for _ in range(len(routes) + 1)]
+    dbs = [build(args.people, args.edges, np.random.default_rng(args.seed), args.forest)
+           for _ in range(len(routes) + 1)]
     plain_db, eids = dbs[-1][0], dbs[-1][1]
     views = [d[0].view(query, *inputs) for d in dbs[:-1]]
     requery_once(plain_db, query, inputs, requery)  # warm-up: JIT compilation
     for d in dbs:
         config.VIEW_REFRESH = "auto"
-        tx, ops = make_tx(attr, d[pick], 2, args.people // 4, np.random.default_rng(99), eids)
+        tx, ops = make_tx(attr, d[pick], 2, args.forest, np.random.default_rng(99), eids)
         d[0].transact(tx)
         apply(d[pick], ops)
     duck = _duck(dbs[0][pick], name)
     settle_heap()  # as a long-running process would: no full collections of the loaded heap
     tv, tq, td = [[] for _ in routes], [], []
     for r in range(args.repeat):
-        tx, ops = make_tx(attr, dbs[0][pick], k, args.people if attr == ":knows" else args.people // 4,
+        tx, ops = make_tx(attr, dbs[0][pick], k, args.people if attr == ":knows" else args.forest,
                           np.random.default_rng(args.seed + r), eids)
         order = list(enumerate(routes))
         for i, how in order if r % 2 == 0 else order[::-1]:  # alternate: the first to run pays more
@@ -422,6 +429,8 @@ def main() -> None:
     p.add_argument("--edges", type=int, default=30000)
     p.add_argument("--tx", type=int, nargs="+", default=[1, 100, 10000])
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--forest", type=int, default=None,
+                   help="people in the :parent forest of the ancestors view (default: a quarter)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--queries", nargs="*", default=list(VIEW_QUERIES), choices=list(VIEW_QUERIES),
                    help="views to measure against re-evaluation")
