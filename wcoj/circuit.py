@@ -365,7 +365,7 @@ class Circuit:
         return st
 
     def _schedule(self) -> Schedule:
-        if self._sched is None or self._order is None:
+        if self._sched is None:  # (reset with _order by _invalidate)
             self._sched = Schedule(self, self._topo())
         return self._sched
 
@@ -456,14 +456,17 @@ class Circuit:
                     break
                 i = max(i, nxt)
             if i >= self.max_iterations:
-                raise CircuitError(f"child circuit {'/'.join(map(str, self.path()))} reached no fixed point "
-                                   f"within {i} iterations at time {parent_time!r}")
+                raise self._no_fixed_point(i, parent_time)
         if self._root()._keep:
             self._clock_end(state, extend(parent_time, 0), epoch_end=True)
         out = {}
         for e, (j, mode) in enumerate(self._exports):
             out[e] = _sum_values(sums[e], self.nodes[j].schema) if mode == "sum" else last[e]
         return {"nodes": state, "horizon": max(horizon, i), "iterations": i, "evaluated": evaluated}, out
+
+    def _no_fixed_point(self, i: int, parent_time: Time) -> CircuitError:
+        return CircuitError(f"child circuit {'/'.join(map(str, self.path()))} reached no fixed point "
+                            f"within {i} iterations at time {parent_time!r}")
 
     def _next_busy(self, t: Time, values: dict[int, Any], state: dict[int, Any]) -> int | None:
         """The soonest ``Operator.next_busy`` over the operators that are not ``never_busy``

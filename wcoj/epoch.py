@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 
 from wcoj import config
-from wcoj.errors import CircuitError
 from wcoj.indexed import IndexedZSet, _join_maps
 from wcoj.kernels import epoch as k
 from wcoj.kernels.memory import RUN_FIELDS, read_only
@@ -105,7 +104,6 @@ class EpochProgram:
         self.fbt_in = read_only(np.array([nodes[j].inputs[0] for j in self.traces], dtype=np.int64))
         self.exports = read_only(np.array([j for j, _ in circuit._exports], dtype=np.int64))
         self.export_arity = [nodes[j].schema.arity for j, _ in circuit._exports]
-        self.distincts = [j for j, n in enumerate(nodes) if n.kind == "operator" and type(n.op) is DistinctTrace]
 
     @staticmethod
     def _operator(row: list, params: list, op: Any, node: Any, inputs: tuple, nodes: list, slot_t: dict) -> None:
@@ -163,7 +161,7 @@ class EpochProgram:
         off = np.zeros(len(self.traces) + 1, dtype=np.int64)                                  # one is narrower)
         off[1:] = np.cumsum([len(state[j]._all_runs()) for j in self.traces])
         tables = np.concatenate(priors) if priors else np.zeros((0, TABLE_WIDTH), dtype=np.int64)
-        status, i, evaluated, traces_k, traces_w, its, keep_k, keep_w, exp_meta, n_exp, _ = k.run_epoch(
+        status, i, evaluated, traces_k, traces_w, its, keep_k, keep_w, exp_meta, n_exp = k.run_epoch(
             self.prog, self.params, self.n_nodes, self.fbz_in, self.fbz_arity, self.fbt_in,
             read_only(np.ascontiguousarray(tables, dtype=np.int64)), read_only(off),
             read_only(np.ascontiguousarray(given_k, dtype=np.int64)),
@@ -172,16 +170,11 @@ class EpochProgram:
         if status == k.FAILED:
             return None
         if status == k.LIMIT:
-            raise CircuitError(f"child circuit {'/'.join(map(str, circuit.path()))} reached no fixed point "
-                               f"within {i} iterations at time {parent_time!r}")
+            raise circuit._no_fixed_point(i, parent_time)
         for slot, (j, (lo, hi)) in enumerate(zip(self.traces, its.tolist())):
             if lo >= 0:  # the epoch's appends, one run
                 state[j] = state[j].with_run(ZSet(traces_k[slot + 1], traces_w[slot + 1]), (t0, lo), (t0, hi))
-        for j, arity in self.zsets:
-            state[j] = ZSet.empty(arity)  # the delays are empty at the fixed point
-        for j in self.distincts:
-            state[j] = None  # the epoch's plan (DistinctTrace.reset)
-        circuit._clock_end(state, extend(parent_time, 0), epoch_end=True)
+        circuit._clock_end(state, extend(parent_time, 0), epoch_end=True)  # (empties the delays, drops plans)
         parts: list[list[int]] = [[] for _ in self.export_arity]
         for e, idx, _ in exp_meta[:n_exp].tolist():
             parts[e].append(idx)

@@ -104,7 +104,7 @@ def test_a_weight_that_leaves_int64_raises_as_the_interpreter_does(route, calls)
 
 def test_a_kernel_failure_leaves_the_epoch_to_the_interpreter(monkeypatch):
     def failed(*args):
-        return (kernel.FAILED,) + (None,) * 10  # what a kernel returns when it fails
+        return (kernel.FAILED,) + (None,) * 9  # what a kernel returns when it fails
     monkeypatch.setattr(kernel, "run_epoch", failed)
     c = transitive_closure_circuit()
     assert len(c.step({"edges": ZSet.from_rows(PATH)})["closure"]) == 55

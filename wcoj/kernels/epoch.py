@@ -140,14 +140,6 @@ def _next_join(batch, prior_plus, prior, other, nk, p_arity, o_arity, t):
 
 
 @kernel
-def _with_batch(table, keys, weights, t):
-    """``table`` with the batch ``keys``/``weights`` as one more run at ``t``, and the timed
-    rows that run points at (the caller keeps them alive while the table is read)."""
-    timed = _timed(keys, t[0], t[1])
-    return _plus_run(table, timed, weights, t[0], t[1]), timed
-
-
-@kernel
 def _planned(pk, pi, n, it, a):
     """The rows of a distinct's plan due at iteration ``it``."""
     ne = 0
@@ -261,10 +253,18 @@ def run_epoch(prog, params, n_nodes, fbz_in, fbz_arity, fbt_in, tables, table_of
     run_meta = np.empty((16, 3), dtype=np.int64)  # (trace slot, iteration, index in keep)
     exp_meta = np.empty((16, 3), dtype=np.int64)  # (export, index in keep, 0)
     n_runs = n_exp = 0
-    # the batches a join or distinct reads as one more run, timed: tables point at them, so
-    # they stay referenced here until the call returns (Numba frees an array after the last
-    # use of the variable that holds it)
-    scratch = [empty2]
+    # per node read as one more run (by an append, a join or a distinct), its batch timed
+    # once per iteration; the tables that point at it are read within the iteration, and
+    # an append's run is kept in ``keep_k`` (Numba frees an array once nothing holds it)
+    timed = [empty2]
+    needs_time = np.zeros(n_nodes, dtype=np.bool_)
+    for s in range(prog.shape[0]):
+        if prog[s, CODE] == APPEND or prog[s, CODE] == DISTINCT or prog[s, CODE] == JOIN:
+            needs_time[prog[s, IN0]] = True
+        if prog[s, CODE] == JOIN:
+            needs_time[prog[s, IN1]] = True
+    for _ in range(n_nodes - 1):
+        timed.append(empty2)
     t = np.empty(2, dtype=np.int64)
     status, i, evaluated = DONE, 0, 0
     while status == DONE:
@@ -293,20 +293,18 @@ def run_epoch(prog, params, n_nodes, fbz_in, fbz_arity, fbt_in, tables, table_of
                 if vk[x].shape[0] == 0:
                     vt[j] = vt[tr]
                 else:
-                    keep_k.append(_timed(vk[x], t0, i))
-                    keep_w.append(vw[x].copy())
-                    vt[j] = _plus_run(vt[tr], keep_k[-1], keep_w[-1], t0, i)
+                    keep_k.append(timed[x])
+                    keep_w.append(vw[x])
+                    vt[j] = _plus_run(vt[tr], timed[x], vw[x], t0, i)
                     run_meta = _meta(run_meta, n_runs, prog[s, AUX], i, len(keep_k) - 1)
                     n_runs += 1
             elif code == JOIN:  # (inline: each level of calls costs a cold start seconds)
                 y, ta, tb = prog[s, IN1], prog[s, IN2], prog[s, IN3]
                 tab_a, tab_b = vt[ta], vt[tb]
                 if vk[x].shape[0]:
-                    tab_a, timed = _with_batch(tab_a, vk[x], vw[x], t)
-                    scratch.append(timed)
+                    tab_a = _plus_run(tab_a, timed[x], vw[x], t0, i)
                 if vk[y].shape[0]:
-                    tab_b, timed = _with_batch(tab_b, vk[y], vw[y], t)
-                    scratch.append(timed)
+                    tab_b = _plus_run(tab_b, timed[y], vw[y], t0, i)
                 plus_k[s], plus_t[s] = tab_a, tab_b
                 if _entries(tab_a) == 0 or _entries(tab_b) == 0:
                     vk[j], vw[j] = np.empty((0, a), dtype=np.int64), empty1
@@ -335,8 +333,7 @@ def run_epoch(prog, params, n_nodes, fbz_in, fbz_arity, fbt_in, tables, table_of
                 table = vt[prog[s, IN1]]
                 n_prior = table.shape[0]
                 if vk[x].shape[0]:
-                    table, timed = _with_batch(table, vk[x], vw[x], t)
-                    scratch.append(timed)
+                    table = _plus_run(table, timed[x], vw[x], t0, i)
                 extra = _planned(plan_k[s + 1], plan_i[s + 1], plan_n[s + 1], i, a)
                 k, w, m, bad, rows, its, new = lattice_distinct(table, n_prior, a, t, extra, True)
                 vk[j], vw[j] = k[:m], w[:m]
@@ -345,6 +342,8 @@ def run_epoch(prog, params, n_nodes, fbz_in, fbz_arity, fbt_in, tables, table_of
                 else:
                     plan_k[s + 1], plan_i[s + 1], plan_n[s + 1] = _plan_add(plan_k[s + 1], plan_i[s + 1],
                                                                           plan_n[s + 1], rows, its, new)
+            if needs_time[j] and vk[j].shape[0]:  # (an empty value's readers skip it)
+                timed[j] = _timed(vk[j], t0, i)
         if status != DONE:
             break
         for e in range(exports.shape[0]):
@@ -390,4 +389,4 @@ def run_epoch(prog, params, n_nodes, fbz_in, fbz_arity, fbt_in, tables, table_of
         k, w, its[slot, 0], its[slot, 1] = _merged_runs(keep_k, keep_w, run_meta, n_runs, slot)
         traces_k.append(k)
         traces_w.append(w)
-    return status, i, evaluated, traces_k, traces_w, its, keep_k, keep_w, exp_meta, n_exp, len(scratch)
+    return status, i, evaluated, traces_k, traces_w, its, keep_k, keep_w, exp_meta, n_exp

@@ -31,7 +31,8 @@ import numpy as np
 
 from wcoj.circuit import Context, Operator, Schema, Stream
 from wcoj.errors import CircuitError, WeightOverflowError
-from wcoj.operators.traces import (_idle, first_epoch_distinct, first_epoch_integral, integrate_trace,
+from wcoj.protocol import never_busy
+from wcoj.operators.traces import (first_epoch_distinct, first_epoch_integral, integrate_trace,
                                    lattice_delta, scheduled_distinct)
 from wcoj.time import Time, as_row
 from wcoj.trace import Trace, align_weights
@@ -83,7 +84,7 @@ class Distinct(Operator):
 
     name = "distinct"
     input_kinds = ("zset",)
-    next_busy = _idle
+    next_busy = never_busy
 
     def output_schema(self, inputs: list[Schema]) -> Schema:
         return inputs[0]
@@ -111,7 +112,7 @@ class DistinctIncremental(_WithTrace):
     """
 
     name = "distinct_incremental"
-    next_busy = _idle
+    next_busy = never_busy
 
     def eval(self, values: list[Any], state: Any, ctx: Context) -> tuple[Any, Any]:
         return distinct_incremental(values[0], values[1]), state

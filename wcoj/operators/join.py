@@ -30,7 +30,8 @@ from wcoj import config
 from wcoj.kernels.lattice import DENSE, OK, PRODUCT_OVERFLOW, RETRY, lattice_join
 from wcoj.kernels.memory import read_only
 from wcoj.operators.linear import infer_arity
-from wcoj.operators.traces import _idle, _soonest, integrate_trace, next_busy_iteration, zero_past_iteration_zero
+from wcoj.protocol import never_busy
+from wcoj.operators.traces import _soonest, integrate_trace, next_busy_iteration, zero_past_iteration_zero
 from wcoj.rows import NO_PACKING, Columns, Packing, packing_within, table_fits
 from wcoj.time import Time, as_row
 from wcoj.trace import Trace
@@ -155,7 +156,7 @@ class JoinStream(_Join):
 
     name = "join_stream"
     input_kinds = ("indexed", "indexed")
-    next_busy = _idle
+    next_busy = never_busy
 
     def output_schema(self, inputs: list[Schema]) -> Schema:
         return self._out(*inputs)
@@ -169,7 +170,7 @@ class JoinTrace(_Join):
 
     name = "join_trace"
     input_kinds = ("indexed", "trace")
-    next_busy = _idle
+    next_busy = never_busy
 
     def __init__(self, fn: Callable | None = None, arity: int | None = None, flip: bool = False):
         super().__init__(fn, arity)

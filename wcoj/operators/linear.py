@@ -45,9 +45,6 @@ def infer_arity(fn: Callable, arity: int) -> int:
     return 1 if out.ndim == 1 else int(out.shape[1])
 
 
-_idle = never_busy
-
-
 def _busy_while_state(self: Operator, values: list[Any], state: Any, ctx: Context) -> int | None:
     """``next_busy`` of an operator that keeps emitting while its state is non-zero."""
     return None if state.is_empty() else as_row(ctx.time)[-1] + 1
@@ -55,7 +52,7 @@ def _busy_while_state(self: Operator, values: list[Any], state: Any, ctx: Contex
 
 class _Unary(Operator):
     input_kinds = ("zset",)
-    next_busy = _idle
+    next_busy = never_busy
 
     def output_schema(self, inputs: list[Schema]) -> Schema:
         return inputs[0]
@@ -116,7 +113,7 @@ class IndexWith(Operator):
 
     name = "index_with"
     linear = True
-    next_busy = _idle
+    next_busy = never_busy
     input_kinds = ("zset",)
 
     def __init__(self, key_columns: list[int]):
@@ -145,7 +142,7 @@ class Inspect(Operator):
     """
 
     name = "inspect"
-    next_busy = _idle
+    next_busy = never_busy
 
     def __init__(self, callback: Callable[[Any], Any]):
         self.callback = callback
@@ -166,7 +163,7 @@ class _ZOrIndexed(Operator):
     """Accepts Z-sets or indexed Z-sets (all inputs of the same kind and width)."""
 
     n_inputs = 1
-    next_busy = _idle
+    next_busy = never_busy
 
     def check_inputs(self, inputs: list[Schema]) -> None:
         if len(inputs) != self.n_inputs or any(s.kind == "trace" for s in inputs):

@@ -114,9 +114,6 @@ def _soonest(*its: int | None) -> int | None:
     return min(found) if found else None
 
 
-_idle = never_busy
-
-
 def _corners(t: tuple[int, ...]) -> list[tuple[int, np.ndarray]]:
     """``(|S|, t - e_S)`` for every set S of coordinates whose corner is a valid time."""
     out = []
@@ -322,7 +319,7 @@ class TraceAppend(Operator):
 
     name = "trace_append"
     input_kinds = ("zset", "trace")
-    next_busy = _idle
+    next_busy = never_busy
 
     def __init__(self, first_epoch_unread: bool = False):
         # a trace that a depth-1 child's first epoch never reads (only later epochs do):
@@ -380,7 +377,7 @@ class Z1Trace(Operator):
 
     name = "z1_trace"
     input_kinds = ("trace",)
-    next_busy = _idle
+    next_busy = never_busy
 
     def output_schema(self, inputs: list[Schema]) -> Schema:
         return inputs[0]
