@@ -24,10 +24,20 @@ codes, with their fields (``CODE``, ``NODE``, inputs ``IN0``-``IN3``, parameters
   trace slot ``AUX`` (``run_meta``);
 - ``JOIN``: ``join_lattice(IN0, IN1, IN2, IN3)`` on ``AUX`` key columns, traces of rows of
   ``AUX2`` and ``AUX3`` columns, output columns by the maps at ``P_OFF`` (``P_LEN``
-  columns from a) as in ``lattice_join``;
+  columns from a) as in ``lattice_join``, with its pairs split by epoch (below);
 - ``PLUS``: ``IN0 + IN1``;
 - ``DISTINCT``: ``distinct_trace(IN0, prior IN1)`` with its plan (the rows of this epoch
   that an earlier epoch holds at a later iteration, ``lattice_distinct``).
+
+The nested join's change at ``(e, i)`` sums the pairs of entries whose times' join is
+``(e, i)``: both in this epoch e, or one in it and the other in an earlier one. A pair
+of the second kind is due at the later of its two iterations. ``lattice_join`` finds the
+pairs due at ``i`` by looking up this epoch's entries of one side in the other's earlier
+epochs again at every iteration, so the epoch's imported change (iteration 0) is looked up
+some ten times in a recursive view. Here each entry of this epoch is looked up in the
+other side's earlier epochs once, when it arrives (``_join_prior``): the pairs due now
+are summed in, the later ones kept until their iteration (``_due``); ``lattice_join``
+reads this epoch's runs only. The same sum, term for term.
 
 Returns a status (``DONE``; ``FAILED``: a weight left int64 or a kernel reported an
 error, and the caller runs the epoch again through the interpreter, which raises the
@@ -40,8 +50,9 @@ import numpy as np
 
 from .lattice import OK as LATTICE_OK
 from .lattice import lattice_distinct, lattice_join, lattice_next
-from .memory import RUN_FIELDS, RUN_KEYS, RUN_N, RUN_WEIGHTS, grown, kernel
-from .zsets import merge_rows_into, sort_small_into, sorted_order
+from .memory import RUN_FIELDS, RUN_KEYS, RUN_N, RUN_WEIGHTS, grown, kernel, load
+from .runs import _cmp_at, _seek
+from .zsets import _mul_overflows, merge_rows_into, sort_small_into, sorted_order
 
 __all__ = ["run_epoch", "IMPORT", "FEEDZ", "FEEDT", "INDEX", "MAP", "APPEND", "JOIN", "PLUS", "DISTINCT",
            "PROG_FIELDS", "CODE", "NODE", "IN0", "IN1", "IN2", "IN3", "P_OFF", "P_LEN", "ARITY", "AUX", "AUX2",
@@ -137,6 +148,119 @@ def _next_join(batch, prior_plus, prior, other, nk, p_arity, o_arity, t):
         if not now:
             return _NONE
     return lattice_next(prior_plus, nk, p_arity, t, other, o_arity)
+
+
+@kernel
+def _join_prior(bk, bw, table, nk, ow, t, a_side, a_map, b_map, width):
+    """The batch ``bk``/``bw`` (at ``t``, rows sorted by their first ``nk`` columns) joined
+    with the entries of ``table``'s runs from earlier epochs than ``t[0]``, at every
+    iteration: ``(rows, weights, iterations, m, bad)``, each output row due at the later of
+    ``t[1]`` and its entry's iteration. ``a_side``: the batch is the join's a side (output
+    columns by ``a_map``/``b_map`` as in ``lattice_join``); ``ow``: the table's row width.
+    ``bad``: 1 when a product leaves int64, 2 when a run holds this epoch and an earlier
+    one (the interpreter then runs the epoch)."""
+    ostride = 8 * (ow + 2)
+    cap = 16
+    out_k, out_w = np.empty((cap, width), dtype=np.int64), np.empty(cap, dtype=np.int64)
+    out_i = np.empty(cap, dtype=np.int64)
+    m = 0
+    nr, n, ab = table.shape[0], bk.shape[0], bk.shape[1]
+    cur = np.zeros(nr, dtype=np.int64)
+    for r in range(nr):
+        if table[r, RUN_N] > 0 and table[r, RUN_FIELDS] < t[0] <= table[r, RUN_FIELDS + 2]:
+            return out_k, out_w, out_i, 0, 2
+    base_b = bk.ctypes.data
+    g = 0
+    while g < n:
+        key = base_b + 8 * ab * g
+        if g > 0 and _cmp_at(key, base_b + 8 * ab * (g - 1), nk) < 0:
+            for r in range(nr):  # (not sorted: look up from the start)
+                cur[r] = 0
+        h = g + 1
+        while h < n and _cmp_at(base_b + 8 * ab * h, key, nk) == 0:
+            h += 1
+        for r in range(nr):
+            if table[r, RUN_N] == 0 or table[r, RUN_FIELDS + 2] >= t[0]:
+                continue
+            base, wbase, rn = table[r, RUN_KEYS], table[r, RUN_WEIGHTS], table[r, RUN_N]
+            p = _seek(base, ostride, cur[r], rn, key, nk)
+            cur[r] = p
+            while p < rn and _cmp_at(base + ostride * p, key, nk) == 0:
+                row, wo = base + ostride * p, load(wbase, p)
+                due = max(t[1], load(base + ostride * p, ow + 1))
+                if m + h - g > cap:
+                    cap = 2 * (m + h - g)
+                    out_k, out_w, out_i = grown(out_k, m, cap), grown(out_w, m, cap), grown(out_i, m, cap)
+                for q in range(g, h):
+                    if _mul_overflows(bw[q], wo):
+                        return out_k, out_w, out_i, m, 1
+                    if a_side:
+                        for c in range(a_map.shape[1]):
+                            out_k[m, a_map[0, c]] = bk[q, a_map[1, c]]
+                        for c in range(b_map.shape[1]):
+                            out_k[m, b_map[0, c]] = load(row, b_map[1, c])
+                    else:
+                        for c in range(a_map.shape[1]):
+                            out_k[m, a_map[0, c]] = load(row, a_map[1, c])
+                        for c in range(b_map.shape[1]):
+                            out_k[m, b_map[0, c]] = bk[q, b_map[1, c]]
+                    out_w[m], out_i[m] = bw[q] * wo, due
+                    m += 1
+                p += 1
+        g = h
+    return out_k, out_w, out_i, m, 0
+
+
+@kernel
+def _this_epoch(table, t0):
+    """The runs of ``table`` from epoch ``t0`` on."""
+    n = 0
+    for r in range(table.shape[0]):
+        if table[r, RUN_FIELDS] >= t0:
+            n += 1
+    out = np.empty((n, table.shape[1]), dtype=np.int64)
+    n = 0
+    for r in range(table.shape[0]):
+        if table[r, RUN_FIELDS] >= t0:
+            for c in range(table.shape[1]):
+                out[n, c] = table[r, c]
+            n += 1
+    return out
+
+
+@kernel
+def _due(sk, sw, si, sn, k, w, m, new_k, new_w, new_i, new_n, it):
+    """A join's pairs due by iteration ``it`` added to its rows ``k[:m]``/``w[:m]``, from
+    those kept (``sk``, ``sw``, ``si``, the first ``sn``) and the new ones (``new_*``, the
+    first ``new_n``); the rest are kept. ``(k, w, m, sk, sw, si, sn)``."""
+    n_due = 0
+    for p in range(sn):
+        n_due += si[p] <= it
+    for p in range(new_n):
+        n_due += new_i[p] <= it
+    out_k, out_w = np.empty((m + n_due, k.shape[1]), dtype=np.int64), np.empty(m + n_due, dtype=np.int64)
+    for p in range(m):
+        for c in range(k.shape[1]):
+            out_k[p, c] = k[p, c]
+        out_w[p] = w[p]
+    keep = sn + new_n - n_due
+    if keep > si.shape[0]:
+        cap = 2 * keep
+        sk, sw, si = grown(sk, sn, cap), grown(sw, sn, cap), grown(si, sn, cap)
+    q = n_kept = 0
+    for p in range(sn + new_n):
+        src_k, src_w, src_i, x = (sk, sw, si, p) if p < sn else (new_k, new_w, new_i, p - sn)
+        if src_i[x] <= it:
+            for c in range(k.shape[1]):
+                out_k[m + q, c] = src_k[x, c]
+            out_w[m + q] = src_w[x]
+            q += 1
+        else:  # (n_kept <= p: a kept pair moves down or stays)
+            for c in range(k.shape[1]):
+                sk[n_kept, c] = src_k[x, c]
+            sw[n_kept], si[n_kept] = src_w[x], src_i[x]
+            n_kept += 1
+    return out_k, out_w, m + n_due, sk, sw, si, n_kept
 
 
 @kernel
@@ -242,6 +366,12 @@ def run_epoch(prog, params, n_nodes, fbz_in, fbz_arity, fbt_in, tables, table_of
         plan_k.append(np.empty((16, prog[s, ARITY]), dtype=np.int64))
         plan_i.append(np.empty(16, dtype=np.int64))
     plan_n = np.zeros(prog.shape[0] + 1, dtype=np.int64)
+    sched_k, sched_w, sched_i = [empty2], [empty1], [empty1]  # per join (at step + 1): pairs due later
+    for s in range(prog.shape[0]):
+        sched_k.append(np.empty((16, prog[s, ARITY]), dtype=np.int64))
+        sched_w.append(np.empty(16, dtype=np.int64))
+        sched_i.append(np.empty(16, dtype=np.int64))
+    sched_n = np.zeros(prog.shape[0] + 1, dtype=np.int64)
     fz_k, fz_w = [empty2], [empty1]  # the Z-set delays (empty at the start of an epoch)
     for s in range(fbz_arity.shape[0]):
         fz_k.append(np.empty((0, fbz_arity[s]), dtype=np.int64))
@@ -309,11 +439,30 @@ def run_epoch(prog, params, n_nodes, fbz_in, fbz_arity, fbt_in, tables, table_of
                 if _entries(tab_a) == 0 or _entries(tab_b) == 0:
                     vk[j], vw[j] = np.empty((0, a), dtype=np.int64), empty1
                     continue
-                na, off = prog[s, P_LEN], prog[s, P_OFF]
-                k, w, m, st, _, _ = lattice_join(tab_a, tab_b, prog[s, AUX], prog[s, AUX2], prog[s, AUX3], t,
-                                                 params[off: off + 2 * na].reshape(2, na),
-                                                 params[off + 2 * na: off + 2 * a].reshape(2, a - na),
-                                                 no_packing, no_packing, no_packing, 0)
+                na, off, nk = prog[s, P_LEN], prog[s, P_OFF], prog[s, AUX]
+                a_map = params[off: off + 2 * na].reshape(2, na)
+                b_map = params[off + 2 * na: off + 2 * a].reshape(2, a - na)
+                # this epoch's pairs (module docstring), then those with an earlier epoch's
+                cur_a, cur_b = _this_epoch(tab_a, t0), _this_epoch(tab_b, t0)
+                k, w, m, st = np.empty((0, a), dtype=np.int64), empty1, 0, LATTICE_OK
+                if _entries(cur_a) and _entries(cur_b):
+                    k, w, m, st, _, _ = lattice_join(cur_a, cur_b, nk, prog[s, AUX2], prog[s, AUX3], t, a_map, b_map,
+                                                     no_packing, no_packing, no_packing, 0)
+                drawn = False
+                for side in range(3 if st == LATTICE_OK else 0):  # a's batch, b's, then what is due
+                    batch, other = (x, tb) if side == 0 else (y, ta)
+                    nn, new_k, new_w, new_i = 0, np.empty((0, a), dtype=np.int64), empty1, empty1
+                    if side < 2 and vk[batch].shape[0]:
+                        ow = prog[s, AUX3] if side == 0 else prog[s, AUX2]
+                        new_k, new_w, new_i, nn, bad = _join_prior(vk[batch], vw[batch], vt[other], nk, ow, t,
+                                                                   side == 0, a_map, b_map, a)
+                        status = FAILED if bad else status
+                    # (what is due by i: the pairs of an iteration the loop skipped sum to 0)
+                    if nn or (side == 2 and sched_n[s + 1] and not drawn):
+                        k, w, m, sched_k[s + 1], sched_w[s + 1], sched_i[s + 1], sched_n[s + 1] = _due(
+                            sched_k[s + 1], sched_w[s + 1], sched_i[s + 1], sched_n[s + 1], k, w, m,
+                            new_k, new_w, new_i, nn, i)
+                        drawn = True
                 k, w, bad = _consolidated(k, w, m if st == LATTICE_OK else 0)
                 vk[j], vw[j] = k, w
                 status = FAILED if st != LATTICE_OK or bad >= 0 else status
