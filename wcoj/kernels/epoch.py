@@ -35,9 +35,10 @@ of the second kind is due at the later of its two iterations. ``lattice_join`` f
 pairs due at ``i`` by looking up this epoch's entries of one side in the other's earlier
 epochs again at every iteration, so the epoch's imported change (iteration 0) is looked up
 some ten times in a recursive view. Here each entry of this epoch is looked up in the
-other side's earlier epochs once, when it arrives (``_join_prior``): the pairs due now
-are summed in, the later ones kept until their iteration (``_due``); ``lattice_join``
-reads this epoch's runs only. The same sum, term for term.
+other side's earlier epochs once, when it arrives (``_join_prior``), and each pair found
+is kept in a plan, like distinct's, until its iteration; ``lattice_join`` reads this
+epoch's runs only. The same sum, term for term (at an iteration the loop skips, as the
+interpreter skips it, the plan's pairs sum to nothing).
 
 Returns a status (``DONE``; ``FAILED``: a weight left int64 or a kernel reported an
 error, and the caller runs the epoch again through the interpreter, which raises the
@@ -154,21 +155,20 @@ def _next_join(batch, prior_plus, prior, other, nk, p_arity, o_arity, t):
 def _join_prior(bk, bw, table, nk, ow, t, a_side, a_map, b_map, width):
     """The batch ``bk``/``bw`` (at ``t``, rows sorted by their first ``nk`` columns) joined
     with the entries of ``table``'s runs from earlier epochs than ``t[0]``, at every
-    iteration: ``(rows, weights, iterations, m, bad)``, each output row due at the later of
-    ``t[1]`` and its entry's iteration. ``a_side``: the batch is the join's a side (output
-    columns by ``a_map``/``b_map`` as in ``lattice_join``); ``ow``: the table's row width.
-    ``bad``: 1 when a product leaves int64, 2 when a run holds this epoch and an earlier
-    one (the interpreter then runs the epoch)."""
+    iteration: ``(rows, iterations, m, bad)``, each output row (``width`` columns, then its
+    weight) due at the later of ``t[1]`` and its entry's iteration. ``a_side``: the batch is
+    the join's a side (output columns by ``a_map``/``b_map`` as in ``lattice_join``); ``ow``:
+    the table's row width. ``bad``: 1 when a product leaves int64, 2 when a run holds this
+    epoch and an earlier one (the interpreter then runs the epoch)."""
     ostride = 8 * (ow + 2)
     cap = 16
-    out_k, out_w = np.empty((cap, width), dtype=np.int64), np.empty(cap, dtype=np.int64)
-    out_i = np.empty(cap, dtype=np.int64)
+    out, out_i = np.empty((cap, width + 1), dtype=np.int64), np.empty(cap, dtype=np.int64)
     m = 0
     nr, n, ab = table.shape[0], bk.shape[0], bk.shape[1]
     cur = np.zeros(nr, dtype=np.int64)
     for r in range(nr):
         if table[r, RUN_N] > 0 and table[r, RUN_FIELDS] < t[0] <= table[r, RUN_FIELDS + 2]:
-            return out_k, out_w, out_i, 0, 2
+            return out, out_i, 0, 2
     base_b = bk.ctypes.data
     g = 0
     while g < n:
@@ -187,28 +187,28 @@ def _join_prior(bk, bw, table, nk, ow, t, a_side, a_map, b_map, width):
             cur[r] = p
             while p < rn and _cmp_at(base + ostride * p, key, nk) == 0:
                 row, wo = base + ostride * p, load(wbase, p)
-                due = max(t[1], load(base + ostride * p, ow + 1))
+                due = max(t[1], load(row, ow + 1))
                 if m + h - g > cap:
                     cap = 2 * (m + h - g)
-                    out_k, out_w, out_i = grown(out_k, m, cap), grown(out_w, m, cap), grown(out_i, m, cap)
+                    out, out_i = grown(out, m, cap), grown(out_i, m, cap)
                 for q in range(g, h):
                     if _mul_overflows(bw[q], wo):
-                        return out_k, out_w, out_i, m, 1
+                        return out, out_i, m, 1
                     if a_side:
                         for c in range(a_map.shape[1]):
-                            out_k[m, a_map[0, c]] = bk[q, a_map[1, c]]
+                            out[m, a_map[0, c]] = bk[q, a_map[1, c]]
                         for c in range(b_map.shape[1]):
-                            out_k[m, b_map[0, c]] = load(row, b_map[1, c])
+                            out[m, b_map[0, c]] = load(row, b_map[1, c])
                     else:
                         for c in range(a_map.shape[1]):
-                            out_k[m, a_map[0, c]] = load(row, a_map[1, c])
+                            out[m, a_map[0, c]] = load(row, a_map[1, c])
                         for c in range(b_map.shape[1]):
-                            out_k[m, b_map[0, c]] = bk[q, b_map[1, c]]
-                    out_w[m], out_i[m] = bw[q] * wo, due
+                            out[m, b_map[0, c]] = bk[q, b_map[1, c]]
+                    out[m, width], out_i[m] = bw[q] * wo, due
                     m += 1
                 p += 1
         g = h
-    return out_k, out_w, out_i, m, 0
+    return out, out_i, m, 0
 
 
 @kernel
@@ -229,43 +229,22 @@ def _this_epoch(table, t0):
 
 
 @kernel
-def _due(sk, sw, si, sn, k, w, m, new_k, new_w, new_i, new_n, it):
-    """A join's pairs due by iteration ``it`` added to its rows ``k[:m]``/``w[:m]``, from
-    those kept (``sk``, ``sw``, ``si``, the first ``sn``) and the new ones (``new_*``, the
-    first ``new_n``); the rest are kept. ``(k, w, m, sk, sw, si, sn)``."""
-    n_due = 0
-    for p in range(sn):
-        n_due += si[p] <= it
-    for p in range(new_n):
-        n_due += new_i[p] <= it
-    out_k, out_w = np.empty((m + n_due, k.shape[1]), dtype=np.int64), np.empty(m + n_due, dtype=np.int64)
-    for p in range(m):
-        for c in range(k.shape[1]):
-            out_k[p, c] = k[p, c]
-        out_w[p] = w[p]
-    keep = sn + new_n - n_due
-    if keep > si.shape[0]:
-        cap = 2 * keep
-        sk, sw, si = grown(sk, sn, cap), grown(sw, sn, cap), grown(si, sn, cap)
-    q = n_kept = 0
-    for p in range(sn + new_n):
-        src_k, src_w, src_i, x = (sk, sw, si, p) if p < sn else (new_k, new_w, new_i, p - sn)
-        if src_i[x] <= it:
-            for c in range(k.shape[1]):
-                out_k[m + q, c] = src_k[x, c]
-            out_w[m + q] = src_w[x]
-            q += 1
-        else:  # (n_kept <= p: a kept pair moves down or stays)
-            for c in range(k.shape[1]):
-                sk[n_kept, c] = src_k[x, c]
-            sw[n_kept], si[n_kept] = src_w[x], src_i[x]
-            n_kept += 1
-    return out_k, out_w, m + n_due, sk, sw, si, n_kept
+def _with_due(k, w, m, due):
+    """The rows ``k[:m]``/``w[:m]`` and the rows of ``due`` (a join's pairs due now, each
+    row's weight in its last column): ``(keys, weights, m)``."""
+    a, n = k.shape[1], m + due.shape[0]
+    out_k, out_w = np.empty((n, a), dtype=np.int64), np.empty(n, dtype=np.int64)
+    for p in range(n):
+        for c in range(a):
+            out_k[p, c] = k[p, c] if p < m else due[p - m, c]
+        out_w[p] = w[p] if p < m else due[p - m, a]
+    return out_k, out_w, n
 
 
 @kernel
 def _planned(pk, pi, n, it, a):
-    """The rows of a distinct's plan due at iteration ``it``."""
+    """The rows of a plan (a distinct's, or a join's pairs with their weights) due at
+    iteration ``it``."""
     ne = 0
     for p in range(n):
         if pi[p] == it:
@@ -366,10 +345,9 @@ def run_epoch(prog, params, n_nodes, fbz_in, fbz_arity, fbt_in, tables, table_of
         plan_k.append(np.empty((16, prog[s, ARITY]), dtype=np.int64))
         plan_i.append(np.empty(16, dtype=np.int64))
     plan_n = np.zeros(prog.shape[0] + 1, dtype=np.int64)
-    sched_k, sched_w, sched_i = [empty2], [empty1], [empty1]  # per join (at step + 1): pairs due later
+    sched_k, sched_i = [empty2], [empty1]  # per join (at step + 1): pairs with an earlier epoch (row, weight)
     for s in range(prog.shape[0]):
-        sched_k.append(np.empty((16, prog[s, ARITY]), dtype=np.int64))
-        sched_w.append(np.empty(16, dtype=np.int64))
+        sched_k.append(np.empty((16, prog[s, ARITY] + 1), dtype=np.int64))
         sched_i.append(np.empty(16, dtype=np.int64))
     sched_n = np.zeros(prog.shape[0] + 1, dtype=np.int64)
     fz_k, fz_w = [empty2], [empty1]  # the Z-set delays (empty at the start of an epoch)
@@ -448,21 +426,17 @@ def run_epoch(prog, params, n_nodes, fbz_in, fbz_arity, fbt_in, tables, table_of
                 if _entries(cur_a) and _entries(cur_b):
                     k, w, m, st, _, _ = lattice_join(cur_a, cur_b, nk, prog[s, AUX2], prog[s, AUX3], t, a_map, b_map,
                                                      no_packing, no_packing, no_packing, 0)
-                drawn = False
-                for side in range(3 if st == LATTICE_OK else 0):  # a's batch, b's, then what is due
+                for side in range(2 if st == LATTICE_OK else 0):  # a's batch, then b's
                     batch, other = (x, tb) if side == 0 else (y, ta)
-                    nn, new_k, new_w, new_i = 0, np.empty((0, a), dtype=np.int64), empty1, empty1
-                    if side < 2 and vk[batch].shape[0]:
+                    if vk[batch].shape[0]:
                         ow = prog[s, AUX3] if side == 0 else prog[s, AUX2]
-                        new_k, new_w, new_i, nn, bad = _join_prior(vk[batch], vw[batch], vt[other], nk, ow, t,
-                                                                   side == 0, a_map, b_map, a)
+                        rows, its, nn, bad = _join_prior(vk[batch], vw[batch], vt[other], nk, ow, t, side == 0,
+                                                         a_map, b_map, a)
                         status = FAILED if bad else status
-                    # (what is due by i: the pairs of an iteration the loop skipped sum to 0)
-                    if nn or (side == 2 and sched_n[s + 1] and not drawn):
-                        k, w, m, sched_k[s + 1], sched_w[s + 1], sched_i[s + 1], sched_n[s + 1] = _due(
-                            sched_k[s + 1], sched_w[s + 1], sched_i[s + 1], sched_n[s + 1], k, w, m,
-                            new_k, new_w, new_i, nn, i)
-                        drawn = True
+                        sched_k[s + 1], sched_i[s + 1], sched_n[s + 1] = _plan_add(
+                            sched_k[s + 1], sched_i[s + 1], sched_n[s + 1], rows, its, nn)
+                if sched_n[s + 1] and st == LATTICE_OK:  # (as the interpreter, nothing at a skipped iteration)
+                    k, w, m = _with_due(k, w, m, _planned(sched_k[s + 1], sched_i[s + 1], sched_n[s + 1], i, a + 1))
                 k, w, bad = _consolidated(k, w, m if st == LATTICE_OK else 0)
                 vk[j], vw[j] = k, w
                 status = FAILED if st != LATTICE_OK or bad >= 0 else status
