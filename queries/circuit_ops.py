@@ -59,13 +59,16 @@ class RowMap(Operator):
 
     ``fn`` gets the row's ids and its decoded values and returns id tuples (none to drop
     the row), so filters and function expressions over Python values are one operator.
+    ``vector(keys)``, when given, does the same for a whole batch, answering ``(new keys,
+    None)`` or ``(None, the rows kept)``, or None to leave the batch to ``fn``
+    (``queries.vectorised``).
     """
 
     name = "row_map"
     input_kinds = ("zset",)
 
-    def __init__(self, fn: Callable, arity: int, decode: Callable):
-        self.fn, self.arity, self.decode = fn, arity, decode
+    def __init__(self, fn: Callable, arity: int, decode: Callable, vector: Callable | None = None):
+        self.fn, self.arity, self.decode, self.vector = fn, arity, decode, vector
 
     def output_schema(self, inputs: list[Schema]) -> Schema:
         return Schema("zset", self.arity)
@@ -74,6 +77,15 @@ class RowMap(Operator):
         z = values[0]
         if z.is_empty():
             return ZSet.empty(self.arity), state
+        done = self.vector(z.keys) if self.vector is not None else None
+        if done is not None:  # the batch's columns at once (queries.vectorised)
+            keys, mask = done
+            if keys is None:
+                keys, ws = z.keys[mask], z.weights[mask]
+                if not len(ws):
+                    return ZSet.empty(self.arity), state
+                return ZSet.from_arrays(keys, ws, arity=self.arity), state
+            return ZSet.from_arrays(keys, z.weights, arity=self.arity), state
         rows, ws = [], []
         dec = self.decode(z.keys).tolist()
         for ids, vals, w in zip(z.keys.tolist(), dec, z.weights.tolist()):

@@ -43,9 +43,9 @@ from typing import Any
 
 import numpy as np
 
-from queries import magic
+from queries import magic, vectorised
 from queries.ast import (
-    Blank, Const, FindAggregate, FnCall, Not, NotJoin, Or,
+    BindScalar, Blank, Const, FindAggregate, FnCall, Not, NotJoin, Or,
     OrJoin, Pattern, Predicate, Query, Rule, RuleCall, Var, bound_vars, free_vars, required_vars,
 )
 from queries.bind import Binder, Table
@@ -306,9 +306,9 @@ class CompiledView:
             self._unit = Rel(self.root.source(1, name="unit"), (UNIT_VAR,))
         return self._unit
 
-    def row_map(self, rel: Rel, fn: Callable, vars_: Iterable[str]) -> Rel:
+    def row_map(self, rel: Rel, fn: Callable, vars_: Iterable[str], vector: Callable | None = None) -> Rel:
         vars_ = tuple(vars_)
-        op = RowMap(fn, len(vars_), self.store.interner.decode)
+        op = RowMap(fn, len(vars_), self.store.interner.decode, vector)
         return Rel(rel.stream.circuit.add(op, rel.stream), vars_)
 
     # ------------------------------------------------------------------ clauses
@@ -384,7 +384,9 @@ class CompiledView:
         if isinstance(x, (Predicate, FnCall)) and x.fn in DB_FUNCTIONS:
             raise QueryError(f"internal: database function {x.fn} was not rewritten")
         if isinstance(x, Predicate):
-            return self.row_map(cur, self._filter(x, cur.vars), cur.vars)
+            keep = vectorised.predicate(x.fn, x.args, cur.vars)
+            return self.row_map(cur, self._filter(x, cur.vars), cur.vars, keep and (
+                lambda keys: None if (mask := keep(keys)) is None else (None, mask)))
         if isinstance(x, FnCall):
             new = sorted(v.name for v in free_vars(x.binding) if v.name not in cur.vars)
             value = None
@@ -398,7 +400,8 @@ class CompiledView:
                 self._per_tick.append(value)
                 self.volatile = True
                 self.notes.append(f"{what}: {x} (a view re-runs its first tick every transaction)")
-            return self.row_map(cur, self._fn(x, cur.vars, new, value), cur.vars + tuple(new))
+            return self.row_map(cur, self._fn(x, cur.vars, new, value), cur.vars + tuple(new),
+                                None if value is not None else self._vector_fn(x, cur.vars))
         if isinstance(x, Not):
             left = self.distinct(cur)
             sub = self.conj(x.clauses, left, c, env)
@@ -448,6 +451,17 @@ class CompiledView:
         def fn(ids: list, vals: list) -> list:
             return [ids] if _truthy(call(x.fn, [g(vals) for g in args], registry)) else []
         return fn
+
+    def _vector_fn(self, x: FnCall, vars_: tuple) -> Callable | None:
+        """``_fn``'s column form (``queries.vectorised``), for a long bound to one plain variable."""
+        b = x.binding
+        value = vectorised.function(x.fn, x.args, vars_) if isinstance(b, BindScalar) else None
+        if value is None or b.var.name in self.ev.ref_vars or b.var.name in self.ev.attr_vars:
+            return None
+        if b.var.name not in vars_:  # a new column
+            return lambda keys: None if (ids := value(keys)) is None else (np.column_stack([keys, ids]), None)
+        i = vars_.index(b.var.name)  # bound already: the rows whose value it is
+        return lambda keys: None if (ids := value(keys)) is None else (None, keys[:, i] == ids)
 
     def _fn(self, x: FnCall, vars_: tuple, new: list[str],
             value: Callable[[list], Any] | None = None) -> Callable:
