@@ -22,6 +22,7 @@ from wcoj.operators import (
     integrate_trace,
     join_lattice,
 )
+from wcoj.errors import WeightOverflowError
 from wcoj.trace import Trace
 from wcoj.zset import ZSet
 
@@ -223,6 +224,49 @@ def test_the_node_with_its_first_epoch_integral_equals_the_grid_oracle(max_bits,
             tr = tr.advance((e, 0))
     finally:
         config.DENSE_SUM_SLOTS, config.DENSE_SUM_MAX_BITS = old
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.dictionaries(st.tuples(st.integers(0, 30), st.integers(0, 3)), st.integers(-2, 2),
+                                max_size=8), min_size=1, max_size=40))
+def test_the_integral_as_runs_equals_a_running_sum(batches):
+    """``Integral`` held as runs of rows (a table would need more bits than allowed):
+    over many iterations each batch's change is ``H(V + w) - H(V)`` of the running sum,
+    while its runs merge as they grow."""
+    from wcoj import config
+    from wcoj.operators.traces import Integral
+
+    old = config.DENSE_SUM_MAX_BITS
+    config.DENSE_SUM_MAX_BITS = 2
+    try:
+        acc, sums = Integral(2), {}
+        for b in batches:
+            z = ZSet.from_dict(b, arity=2)
+            want = {}
+            for row, w in z.to_dict().items():
+                before = sums.get(row, 0)
+                sums[row] = before + w
+                d = (sums[row] > 0) - (before > 0)
+                if d:
+                    want[row] = d
+            got = acc.step(z)
+            got.check()
+            assert got.to_dict() == want
+        if acc.sums is None:  # rows (a table when every row packs into 2 bits)
+            sizes = [len(r.z) for r in acc.runs]
+            assert all(a > 2 * b for a, b in zip(sizes, sizes[1:])), sizes  # O(log n) runs
+    finally:
+        config.DENSE_SUM_MAX_BITS = old
+
+
+def test_an_integral_whose_sum_leaves_int64_raises():
+    from wcoj.operators.traces import Integral
+
+    acc = Integral(1)
+    acc.step(ZSet.from_dict({(1,): 2 ** 62, (5 * 10 ** 17,): 1}))  # too wide for a table: runs
+    acc.step(ZSet.from_dict({(2,): 1}))
+    with pytest.raises(WeightOverflowError, match="accumulated weight of row .1,."):
+        acc.step(ZSet.from_dict({(1,): 2 ** 62}))
 
 
 def test_a_tick_that_keeps_nothing_skips_only_the_traces_its_first_epoch_does_not_read():

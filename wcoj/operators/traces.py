@@ -192,19 +192,23 @@ class Integral:
     the batch, where ``lattice_distinct`` seeks each row in every run of the trace.
 
     Held in a table of one slot per packed row once ``rows.table_fits`` allows one
-    (``integral_step``), else as a consolidated Z-set that each batch is merged into.
-    Changed in place by the epoch's iterations (nothing else holds it) and dropped at the
-    epoch's end.
+    (``integral_step``), else as a few consolidated runs of rows (``_Run``), each at most
+    half the size of the one before, so a batch is sought in O(log n) runs and a row is
+    merged O(log n) times over the epoch (merging every batch into one Z-set made an epoch
+    of many iterations quadratic). A row's weight summed over the runs that leaves int64
+    raises, even when later batches would have brought it back. Changed in place by the
+    epoch's iterations (nothing else holds it) and dropped at the epoch's end.
 
     >>> acc = Integral(1)
     >>> acc.step(ZSet.from_dict({(3,): 2})).to_dict(), acc.step(ZSet.from_dict({(3,): -2, (4,): 1})).to_dict()
     ({(3,): 1}, {(3,): -1, (4,): 1})
     """
 
-    __slots__ = ("z", "packing", "args", "sums", "held")
+    __slots__ = ("runs", "arity", "packing", "args", "sums", "held")
 
     def __init__(self, arity: int):
-        self.z: ZSet | None = ZSet.empty(arity)
+        self.runs: list[_Run] | None = []
+        self.arity = arity
         self.packing: Packing | None = None
         self.args: tuple = ()
         self.sums: np.ndarray | None = None
@@ -227,23 +231,28 @@ class Integral:
                 return self._table_step(batch)
         return self._rows_step(batch)
 
+    def _whole(self) -> ZSet:
+        """The integral as one Z-set (its runs merged into one)."""
+        z = ZSet.empty(self.arity)
+        for r in self.runs:
+            z = z.plus(r.z)
+        self.runs = [_Run(z)] if len(z) else []
+        return z
+
     def _to_table(self, batch: ZSet) -> None:
-        z = self.z
-        bounds = column_bounds(batch.keys)
-        if len(z):
-            bounds = union_bounds([bounds, column_bounds(z.keys)])
-        p = packing_within(*bounds)
+        p = packing_within(*union_bounds([column_bounds(batch.keys)] + [r.bounds for r in self.runs]))
         if not table_fits(p, self.held):
             return
+        z = self._whole()
         self.packing, self.args = p, p.kernel_args()
         self.sums = np.zeros(p.slots, dtype=np.int64)
         if len(z):
             self.sums[p.pack(z.keys)] = z.weights  # consolidated: one row per slot
-        self.z = None
+        self.runs = None
 
     def _to_rows(self) -> None:
         at = np.flatnonzero(self.sums)  # ascending, as the rows it packs
-        self.z = ZSet(self.packing.unpack(at), self.sums[at])
+        self.runs = [_Run(ZSet(self.packing.unpack(at), self.sums[at]))] if len(at) else []
         self.sums = self.packing = None
 
     def _table_step(self, batch: ZSet) -> ZSet | None:
@@ -253,16 +262,59 @@ class Integral:
         if bad == -2:
             return None
         if bad >= 0:
-            raise WeightOverflowError(f"distinct: the accumulated weight of row "
-                                      f"{tuple(batch.keys[bad].tolist())} does not fit in int64")
+            _too_heavy(batch.keys[bad])
         return ZSet(out_k[:m], out_w[:m]) if m else ZSet.empty(batch.arity)
 
     def _rows_step(self, batch: ZSet) -> ZSet:
-        old = align_weights(batch.keys, self.z)
-        self.z = self.z.plus(batch)  # raises on a sum beyond int64
-        d = (old + batch.weights > 0).astype(np.int64) - (old > 0)
+        old = np.zeros(len(batch), dtype=np.int64)
+        for r in self.runs:
+            old = _checked_sum(old, r.weights(batch.keys), batch.keys)
+        d = (_checked_sum(old, batch.weights, batch.keys) > 0).astype(np.int64) - (old > 0)
+        self.runs.append(_Run(batch))
+        while len(self.runs) > 1 and 2 * len(self.runs[-1].z) >= len(self.runs[-2].z):
+            last = self.runs.pop()
+            merged = self.runs.pop().z.plus(last.z)  # raises on a sum beyond int64
+            if len(merged):
+                self.runs.append(_Run(merged))
         keep = d != 0
         return ZSet(batch.keys[keep], d[keep])
+
+
+class _Run:
+    """A consolidated run of an ``Integral``, its rows packed for lookups when they fit."""
+
+    __slots__ = ("z", "bounds", "packing", "ids")
+
+    def __init__(self, z: ZSet):  # (not empty)
+        self.z, self.bounds = z, column_bounds(z.keys)
+        self.packing = packing_within(*self.bounds)
+        self.ids = self.packing.pack(z.keys) if self.packing is not None else None  # ascending
+
+    def weights(self, keys: np.ndarray) -> np.ndarray:
+        """Per row of ``keys`` (sorted unique rows), its weight in this run; 0 where absent."""
+        if self.ids is None:
+            return align_weights(keys, self.z)
+        p = self.packing
+        out = np.zeros(keys.shape[0], dtype=np.int64)
+        at = np.flatnonzero(((keys >= p.lows) & (keys <= p.highs)).all(axis=1))
+        if len(at):
+            ids = p.pack(np.ascontiguousarray(keys[at]))
+            pos = np.minimum(np.searchsorted(self.ids, ids), self.ids.shape[0] - 1)
+            hit = self.ids[pos] == ids
+            out[at[hit]] = self.z.weights[pos[hit]]
+        return out
+
+
+def _checked_sum(a: np.ndarray, b: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    s = a + b
+    bad = np.flatnonzero(((a ^ s) & (b ^ s)) < 0)  # wrapped: both signs differ from the sum's
+    if len(bad):
+        _too_heavy(keys[bad[0]])
+    return s
+
+
+def _too_heavy(row: np.ndarray) -> None:
+    raise WeightOverflowError(f"distinct: the accumulated weight of row {tuple(row.tolist())} does not fit in int64")
 
 
 def first_epoch_distinct(batch: ZSet, acc: Integral | None, arity: int) -> tuple[ZSet, Integral | None]:
