@@ -40,12 +40,17 @@ def test_the_suite_is_here():
     assert len(CASES) >= 100
 
 
-@pytest.mark.parametrize("name", CASES)
-def test_q_gives_souffles_output(name):
+def program(name: str):
+    """The translated program, its rules' text, and a database holding only its schema."""
     p = souffle.load(DATA / name)
-    rules = p.rules_edn()
     db = Database()
     db.transact(p.schema())
+    return p, p.rules_edn(), db
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_q_gives_souffles_output(name):
+    p, rules, db = program(name)
     for rel, rows in p.facts.items():
         if rows:
             db.transact(p.fact_maps(rel, sorted(rows)))
@@ -55,10 +60,7 @@ def test_q_gives_souffles_output(name):
 
 @pytest.mark.parametrize("name", CASES)
 def test_views_equal_q_after_every_transaction(name):
-    p = souffle.load(DATA / name)
-    rules = p.rules_edn()
-    db = Database()
-    db.transact(p.schema())
+    p, rules, db = program(name)
     views = {rel: db.view(p.query(rel), rules) for rel in p.expected}
     facts = [(rel, row) for rel, rows in p.facts.items() for row in sorted(rows)]
     random.Random(name).shuffle(facts)
