@@ -27,6 +27,7 @@ from queries.ast import (
     And, BindColl, BindRel, BindScalar, BindTuple, Blank, Const, FnCall, Not, NotJoin, Or, OrJoin,
     Pattern, Predicate, Query, Rule, RulesVar, SrcVar, Var, free_vars,
 )
+from queries import vectorised
 from queries.clauses import _bind, _truthy
 from queries.edn import dumps_safe
 from queries.functions import Registry, call
@@ -386,8 +387,14 @@ class Binder:
         consts = consts or {}
         vars_ = sorted({a.name for a in c.args if isinstance(a, Var) and a.name not in consts})
         decode = self.store.interner.decode
+        keep = vectorised.predicate(c.fn, [Const(consts[a.name]) if isinstance(a, Var) and a.name in consts
+                                           else a for a in c.args], tuple(vars_))
 
         def fn(*cols):
+            if keep is not None and cols:  # over longs: the whole columns at once
+                mask = keep(np.column_stack(cols))
+                if mask is not None:
+                    return mask
             env = {v: decode(col) for v, col in zip(vars_, cols)}
             n = len(cols[0]) if cols else 1
             args = [env[a.name] if isinstance(a, Var) and a.name in env else

@@ -1,5 +1,5 @@
-"""Predicates and functions on whole columns of longs (``queries.vectorised``) give the
-rows, and the errors, that the row route gives (the same query with the column forms
+"""Predicates and functions on whole columns of longs (``queries.vectorised``: a row map's,
+and the join's own filters) give the rows, and the errors, that the row route gives (the same query with the column forms
 turned off), for random longs: small, negative, zero, and past the longs kept inline."""
 
 import contextlib
@@ -51,6 +51,10 @@ def queries(op_f, k):
     for p in PREDICATES:
         out.append(f"[:find ?e :where [?e :a ?x] [?e :b ?y] [?e :c ?z] [(+ ?x 0) ?w] [({p} ?w ?y)]]")
         out.append(f"[:find ?e :where [?e :a ?x] [?e :b ?y] [?e :c ?z] [(+ ?x 0) ?w] [({p} ?w ?y ?z)]]")
+        # and the join's own filters, over pattern variables and constants
+        out.append(f"[:find ?e :where [?e :a ?x] [?e :b ?y] [({p} ?x ?y)]]")
+        out.append(f"[:find ?e :where [?e :a ?x] [?e :b ?y] [?e :c ?z] [({p} 0 ?x ?z)]]")
+        out.append(f"[:find ?e :where [?e :a ?x] [({p} ?e ?x)]]")  # an entity: the row route
     return out
 
 
@@ -92,3 +96,10 @@ def test_the_column_forms_are_taken():
     finally:
         vectorised.function, vectorised.predicate = real
     assert calls == [("+", 50), (">", 50)]
+    calls.clear()
+    vectorised.predicate = spy(real[1])
+    try:
+        assert db.q("[:find (count ?e) . :where [?e :a ?x] [?e :b ?y] [(< ?x 10)]]") == 10
+    finally:
+        vectorised.predicate = real[1]
+    assert calls and all(name == "<" for name, _ in calls)  # inside the join
