@@ -156,7 +156,10 @@ CHILD = textwrap.dedent("""
     g = Graph(); g.load_edges(base); g.view("triangle")
     rng = np.random.default_rng(2)
     caught = 0
-    print("ready", flush=True)
+    for k, rows in ((2000, 1 << 20), (20000, 0)):  # both routes' kernels loaded (or compiled)
+        config.CHANGE_ROWS = rows                  # before any interrupt: an interrupt inside
+        g.apply(rng.integers(0, 20000, size=(k, 2)), base[rng.choice(len(base), k // 2)])
+    print("ready", flush=True)                     # llvmlite's loading is another matter
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for i in range(400):
         # interrupts land only inside this try (outside it, between two iterations, Python
