@@ -59,9 +59,9 @@ class RowMap(Operator):
 
     ``fn`` gets the row's ids and its decoded values and returns id tuples (none to drop
     the row), so filters and function expressions over Python values are one operator.
-    ``vector(keys)``, when given, does the same for a whole batch, answering ``(new keys,
-    None)`` or ``(None, the rows kept)``, or None to leave the batch to ``fn``
-    (``queries.vectorised``).
+    ``vector(keys)``, when given, does the same for a whole batch, answering the rows kept
+    (a boolean mask) or every row's new ids (a matrix), or None to leave the batch to
+    ``fn`` (``queries.vectorised``).
     """
 
     name = "row_map"
@@ -79,13 +79,10 @@ class RowMap(Operator):
             return ZSet.empty(self.arity), state
         done = self.vector(z.keys) if self.vector is not None else None
         if done is not None:  # the batch's columns at once (queries.vectorised)
-            keys, mask = done
-            if keys is None:
-                keys, ws = z.keys[mask], z.weights[mask]
-                if not len(ws):
-                    return ZSet.empty(self.arity), state
-                return ZSet.from_arrays(keys, ws, arity=self.arity), state
-            return ZSet.from_arrays(keys, z.weights, arity=self.arity), state
+            keys, ws = (z.keys[done], z.weights[done]) if done.dtype == bool else (done, z.weights)
+            if not len(ws):
+                return ZSet.empty(self.arity), state
+            return ZSet.from_arrays(keys, ws, arity=self.arity), state
         rows, ws = [], []
         dec = self.decode(z.keys).tolist()
         for ids, vals, w in zip(z.keys.tolist(), dec, z.weights.tolist()):

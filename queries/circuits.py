@@ -384,9 +384,8 @@ class CompiledView:
         if isinstance(x, (Predicate, FnCall)) and x.fn in DB_FUNCTIONS:
             raise QueryError(f"internal: database function {x.fn} was not rewritten")
         if isinstance(x, Predicate):
-            keep = vectorised.predicate(x.fn, x.args, cur.vars)
-            return self.row_map(cur, self._filter(x, cur.vars), cur.vars, keep and (
-                lambda keys: None if (mask := keep(keys)) is None else (None, mask)))
+            return self.row_map(cur, self._filter(x, cur.vars), cur.vars,
+                                vectorised.predicate(x.fn, x.args, cur.vars))
         if isinstance(x, FnCall):
             new = sorted(v.name for v in free_vars(x.binding) if v.name not in cur.vars)
             value = None
@@ -459,9 +458,9 @@ class CompiledView:
         if value is None or b.var.name in self.ev.ref_vars or b.var.name in self.ev.attr_vars:
             return None
         if b.var.name not in vars_:  # a new column
-            return lambda keys: None if (ids := value(keys)) is None else (np.column_stack([keys, ids]), None)
+            return lambda keys: None if (ids := value(keys)) is None else np.column_stack([keys, ids])
         i = vars_.index(b.var.name)  # bound already: the rows whose value it is
-        return lambda keys: None if (ids := value(keys)) is None else (None, keys[:, i] == ids)
+        return lambda keys: None if (ids := value(keys)) is None else keys[:, i] == ids
 
     def _fn(self, x: FnCall, vars_: tuple, new: list[str],
             value: Callable[[list], Any] | None = None) -> Callable:
