@@ -161,6 +161,14 @@ class _Parser:
         self.i += 1
         return v
 
+    def listed(self, item) -> list:
+        """``item`` once, then again after each comma."""
+        out = [item()]
+        while self.peek()[1] == ",":
+            self.take()
+            out.append(item())
+        return out
+
     def name(self) -> str:
         kind, v = self.peek()
         if kind != "id":
@@ -219,10 +227,7 @@ class _Parser:
 
     def d_decl(self):
         self.take()
-        names = [self.name()]
-        while self.peek()[1] == ",":
-            self.take()
-            names.append(self.name())
+        names = self.listed(self.name)
         self.take("(")
         types = []
         while self.peek()[1] != ")":
@@ -244,10 +249,7 @@ class _Parser:
 
     def io_names(self) -> tuple[list[str], dict]:
         self.take()
-        names = [self.name()]
-        while self.peek()[1] == ",":
-            self.take()
-            names.append(self.name())
+        names = self.listed(self.name)
         params = {}
         if self.peek()[1] == "(":
             self.take()
@@ -292,10 +294,7 @@ class _Parser:
             self.take()
 
     def clause(self):
-        heads = [self.atom()]
-        while self.peek()[1] == ",":
-            self.take()
-            heads.append(self.atom())
+        heads = self.listed(self.atom)
         if self.peek()[1] == ".":
             self.take()
             for h in heads:
@@ -424,10 +423,7 @@ class _Parser:
             return Agg(v, target, [self.atom()])
         if kind == "id" and v in FUNCTORS and self.peek()[1] == "(":
             self.take()
-            args = [self.expr()]
-            while self.peek()[1] == ",":
-                self.take()
-                args.append(self.expr())
+            args = self.listed(self.expr)
             self.take(")")
             return Op(v, args)
         if kind == "id" and v not in ("nil", "as", "true", "false"):

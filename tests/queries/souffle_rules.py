@@ -95,27 +95,29 @@ def _constants_in(head: Atom, body: list) -> tuple[Atom, list]:
             return head, body
 
 
+def _walk(x, skip: tuple = ()) -> tuple[set, list]:
+    """The variables of ``x`` leaving out the subtrees in ``skip``, and the aggregates in it."""
+    if x is None or any(x is y for y in skip):
+        return set(), []
+    kids = (x.args if isinstance(x, (Atom, Op)) else (x.left, x.right) if isinstance(x, Cmp)
+            else (x.target, *x.body) if isinstance(x, Agg) else ())
+    names, aggs = ({x.name} if isinstance(x, Var) else set()), ([x] if isinstance(x, Agg) else [])
+    for k in kids:
+        n, a = _walk(k, skip)
+        names |= n
+        aggs += a
+    return names, aggs
+
+
 def _mark_outer(head: Atom, body: list) -> None:
     """Each aggregate's ``outer``: its variables that the rest of the rule also names
     (given to its nested query); the others are its own."""
-    def walk(x, skip=None):
-        """(the variables of ``x`` leaving out the subtree ``skip``, the aggregates in it)"""
-        if x is None or (x in skip if isinstance(skip, tuple) else x is skip):
-            return set(), []
-        kids = (x.args if isinstance(x, (Atom, Op)) else (x.left, x.right) if isinstance(x, Cmp)
-                else (x.target, *x.body) if isinstance(x, Agg) else ())
-        names, aggs = ({x.name} if isinstance(x, Var) else set()), ([x] if isinstance(x, Agg) else [])
-        for k in kids:
-            n, a = walk(k, skip)
-            names |= n
-            aggs += a
-        return names, aggs
     root = Atom("", [head, *body])
-    aggs = walk(root)[1]
-    outside = walk(root, skip=tuple(aggs))[0]  # a name only inside aggregates is each one's own
+    aggs = _walk(root)[1]
+    outside = _walk(root, tuple(aggs))[0]  # a name only inside aggregates is each one's own
     for agg in aggs:
-        agg.outer = walk(agg)[0] & outside
-    grounded = walk(Atom("", [a for a in body if isinstance(a, Atom) and not a.negated]), skip=tuple(aggs))[0]
+        agg.outer = _walk(agg)[0] & outside
+    grounded = _walk(Atom("", [a for a in body if isinstance(a, Atom) and not a.negated]), tuple(aggs))[0]
     for c in body:  # in Y = min Z+Y : {..}, the aggregate binds the outer Y: the inner one is its own
         if isinstance(c, Cmp) and c.op == "=":
             for v, e in ((c.left, c.right), (c.right, c.left)):
@@ -192,7 +194,8 @@ def _conj(body: list, given: set, fresh: _Fresh) -> tuple[list, set]:
 def _aggregate(e: Agg, clauses: list, fresh: _Fresh) -> str:
     """A nested ``q`` computing the aggregate for the outer variables' values."""
     inner, _ = _conj(e.body, set(e.outer), fresh)
-    own = sorted(set().union(*(_all_vars(c) for c in e.body)) - e.outer)
+    body = Atom("", e.body)
+    own = sorted(_walk(body, tuple(_walk(body)[1]))[0] - e.outer)  # (not a nested aggregate's)
     if e.target is None:  # count: of the body's distinct tuples
         if not own:
             inner.append("[(ground 1) ?_one]")
@@ -214,11 +217,3 @@ def _aggregate(e: Agg, clauses: list, fresh: _Fresh) -> str:
                 f"[(ground 0) {out}]))")
     clauses.append(call)
     return out
-
-
-def _all_vars(x) -> set:
-    if isinstance(x, (Atom, Op)):
-        return set().union(set(), *map(_all_vars, x.args))
-    if isinstance(x, Cmp):
-        return _all_vars(x.left) | _all_vars(x.right)
-    return {x.name} if isinstance(x, Var) else set()
