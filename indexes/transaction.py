@@ -34,8 +34,6 @@ Relies on ``indexes.index`` and ``wcoj`` (tables, the tick compiler and kernels)
 
 from __future__ import annotations
 
-import _signal
-import signal
 import threading
 import time
 
@@ -43,68 +41,14 @@ import numpy as np
 
 from indexes.index import Relation
 from wcoj.errors import WeightOverflowError, as_interrupt
+from wcoj.interrupts import deferred_interrupts
 from wcoj.program import pack
 from wcoj.tables import TableBlock
 from wcoj.tickgen import (EDGE_ROWS, FULL, NEED_ROOM, OK, AtomSpec, TermSpec, compile_plan, cycle_rate, edge_changes,
                           rows_of)
 from wcoj.zset import ZSet
 
-__all__ = ["Store", "Transaction", "ChangePlan", "deferred_interrupts", "interrupts_default"]
-
-
-class deferred_interrupts:  # noqa: N801 - used like a function: ``with deferred_interrupts():``
-    """Hold back Ctrl-C (SIGINT) inside the block; raise its ``KeyboardInterrupt`` when
-    the block is done. Only the main thread receives signals, so elsewhere (and where a
-    program installed its own handler) this does nothing; blocks nest.
-
-    Every small tick enters one, and swapping signal handlers costs two system calls
-    (over a microsecond), so the first block replaces Python's default SIGINT handler
-    once by ``_int_handler``, which acts exactly like it (raises ``KeyboardInterrupt``)
-    except inside a block, where it notes the interrupt for the block's end.
-    """
-
-    __slots__ = ("active",)
-
-    def __enter__(self):
-        self.active = False
-        if _STATE[0] or _get_ident() != _MAIN_IDENT:
-            return self
-        handler = _getsignal(_SIGINT)
-        if handler is not _int_handler:
-            if handler is not _default_int_handler:
-                return self
-            _signal.signal(_SIGINT, _int_handler)
-        _STATE[0] = self.active = True
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.active:
-            _STATE[0] = False
-            if _STATE[1]:
-                _STATE[1] = False
-                raise KeyboardInterrupt
-
-
-def _int_handler(signum, frame) -> None:
-    """Python's default SIGINT behaviour, held back inside ``deferred_interrupts``."""
-    if _STATE[0]:
-        _STATE[1] = True
-    else:
-        raise KeyboardInterrupt
-
-
-_STATE = [False, False]  # inside a block; an interrupt came meanwhile
-_MAIN_IDENT = threading.main_thread().ident
-_get_ident = threading.get_ident
-_getsignal = _signal.getsignal
-_SIGINT = int(signal.SIGINT)
-_default_int_handler = signal.default_int_handler
-
-
-def interrupts_default() -> bool:
-    """Whether SIGINT does what Python does by default (raise ``KeyboardInterrupt``),
-    through Python's handler or ``deferred_interrupts``'."""
-    return _getsignal(_SIGINT) in (_default_int_handler, _int_handler)
+__all__ = ["Store", "Transaction", "ChangePlan"]
 
 
 class Store:

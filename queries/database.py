@@ -54,7 +54,7 @@ import numpy as np
 
 from indexes.eav import Attribute, EavStore, tx_t
 from indexes.interner import check_depth
-from indexes.transaction import deferred_interrupts
+from wcoj.interrupts import deferred_interrupts
 from queries.ast import Query
 from queries.bind import Binder, Inputs, bind_inputs, input_key, plain_input
 from queries.circuits import CompiledView, compile_view

@@ -40,7 +40,8 @@ from collections.abc import Iterator
 import numpy as np
 import numpy.typing as npt
 
-from indexes.transaction import ChangePlan, Store, deferred_interrupts
+from indexes.transaction import ChangePlan, Store
+from wcoj.interrupts import deferred_interrupts
 from queries.graph_circuit import GraphCircuit, apply_with_circuits
 from queries.patterns import Pattern, by_name
 from queries.stream import StreamError, StreamResult, array_of, as_rows, run_chunk

@@ -38,7 +38,7 @@ from __future__ import annotations
 from typing import Any
 
 
-from indexes.transaction import deferred_interrupts
+from wcoj.interrupts import deferred_interrupts
 from wcoj.circuit import Circuit
 from wcoj.errors import QueryError
 from wcoj.stream import Stream

@@ -28,6 +28,7 @@ from wcoj.generic_join import Atom, IncrementalGenericJoin
 from wcoj.multiway import MultiwayJoin
 from wcoj.heap import retain_by_default as _retain_by_default
 from wcoj.kernels.memory import load_seconds as kernel_load_seconds
+from wcoj import interrupts as _interrupts  # noqa: F401 - kernels compile with Ctrl-C held back
 
 _retain_by_default()  # large arrays reuse freed memory (wcoj.heap; WCOJ_RETAIN_HEAP=0: off)
 

@@ -16,7 +16,7 @@ affinity: ``taskset``, cgroups), and a job goes to the helpers of the CPUs other
 caller's. Where the CPU of a thread cannot be read (not Linux), the helpers are not
 pinned.
 
-Relies on the standard library and ``wcoj.errors``. Used by ``wcoj.generic_join`` (a tick's delta
+Relies on the standard library, ``wcoj.errors`` and ``wcoj.interrupts``. Used by ``wcoj.generic_join`` (a tick's delta
 terms) and ``indexes.index`` (a large change staged on every index at once).
 
 >>> run_shares(lambda i: i * i, 5, 2)
@@ -33,6 +33,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from wcoj.errors import as_interrupt
+from wcoj.interrupts import deferred_interrupts, interrupt_pending
 
 __all__ = ["run_shares"]
 
@@ -100,13 +101,18 @@ def run_shares(fn: Callable[[int], object], n: int, threads: int) -> list:
     to overlap. Returns once every started share is done, also when one raises: the first
     error (by share) is raised then, and no further shares start. Called inside a share
     (on a helper), it runs every share on its caller: a helper waiting for another
-    helper that waits for it would wait for ever."""
+    helper that waits for it would wait for ever.
+
+    Ctrl-C is held back for the whole job (``deferred_interrupts``): no share starts once
+    it came, and its ``KeyboardInterrupt`` is raised when every helper is done. Raised
+    anywhere inside, it could leave a helper running a kernel over arrays the caller then
+    freed (a crash), or break the lock of a ``Future`` being waited on."""
     results: list = [None] * n
     errors: dict[int, BaseException] = {}
     claim = itertools.count()
 
     def work() -> None:
-        while not errors:
+        while not errors and not interrupt_pending():
             i = next(claim)
             if i >= n:
                 return
@@ -115,18 +121,19 @@ def run_shares(fn: Callable[[int], object], n: int, threads: int) -> list:
             except BaseException as e:  # noqa: BLE001 - re-raised below, after every share stopped
                 errors[i] = as_interrupt(e)
 
-    helpers = _helpers(min(threads, n) - 1) if not getattr(_LOCAL, "helper", False) else []
-    futures: list[Future] = [h.submit(work) for h in helpers]
-    try:
-        work()
-    finally:
-        for f in futures:  # every helper is done before this returns or raises
-            while True:
-                try:
-                    f.result()  # ``work`` raises nothing: only this wait is interrupted
-                    break
-                except BaseException as e:  # noqa: BLE001 - Ctrl-C: stop the shares, keep waiting
-                    errors.setdefault(-1, e)
+    with deferred_interrupts():
+        helpers = _helpers(min(threads, n) - 1) if not getattr(_LOCAL, "helper", False) else []
+        futures: list[Future] = [h.submit(work) for h in helpers]
+        try:
+            work()
+        finally:
+            for f in futures:  # every helper is done before this returns or raises
+                while True:
+                    try:
+                        f.result()  # ``work`` raises nothing; a program's own SIGINT handler may
+                        break
+                    except BaseException as e:  # noqa: BLE001 - stop the shares, keep waiting
+                        errors.setdefault(-1, e)
     if errors:
         raise errors[min(errors)]
     return results

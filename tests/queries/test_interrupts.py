@@ -19,12 +19,13 @@ import numpy as np
 import pytest
 
 from indexes.index import IncrementalIndex, Relation
-from indexes.transaction import ChangePlan, Transaction, interrupts_default
+from indexes.transaction import ChangePlan, Transaction
 from indexes.trie import Trie
 from queries.graph import Graph
 from wcoj import config
 from wcoj import program as join_program
 from wcoj.generic_join import IncrementalGenericJoin
+from wcoj.interrupts import interrupts_default
 
 pytestmark = pytest.mark.skipif(not interrupts_default(), reason="the test runner handles SIGINT itself")
 

@@ -3,14 +3,18 @@ several threads, the first error raised only after every started share stopped, 
 helper threads pinned to CPUs other than the caller's where Linux says which CPU that is."""
 
 import os
+import random
+import signal
 import threading
 import time
+import traceback
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from wcoj import shares
+from wcoj.interrupts import interrupts_default
 from wcoj.shares import run_shares
 
 
@@ -91,3 +95,43 @@ def test_shares_inside_a_helper_run_on_that_helper():
     assert [[x[:2] for x in inner] for _, inner in got] == [[(i, j) for j in range(8)] for i in range(2)]
     helper = [(me, inner) for me, inner in got if me != threading.current_thread().name]
     assert len(helper) == 1 and {x[2] for x in helper[0][1]} == {helper[0][0]}
+
+
+@pytest.mark.skipif(not interrupts_default(), reason="the test runner handles SIGINT itself")
+def test_ctrl_c_at_any_moment_is_raised_after_every_share_stopped():
+    """Real SIGINTs at random moments of a job: a ``KeyboardInterrupt`` (never a broken
+    ``Future`` lock's ``RuntimeError``) raised once no share runs: a helper still running
+    a kernel over arrays the caller frees on the way out would crash the process."""
+    running = set()
+    started = []
+    lock = threading.Lock()
+
+    def fn(i):
+        helper = threading.current_thread() is not threading.main_thread()
+        with lock:
+            started.append(i)
+            if helper:  # the caller's own share stands for a kernel, which Ctrl-C cannot cut short
+                running.add(i)
+        time.sleep(0.0005)
+        with lock:
+            running.discard(i)
+        return i
+
+    rng = random.Random(7)
+    inside = early = 0
+    for _ in range(400):
+        started.clear()
+        sender = threading.Timer(rng.uniform(0, 0.006), os.kill, (os.getpid(), signal.SIGINT))
+        try:
+            sender.start()
+            assert run_shares(fn, 16, 2) == list(range(16))
+            sender.join()
+            time.sleep(0.05)  # the interrupt lands here at the latest
+        except KeyboardInterrupt as e:
+            sender.join()
+            assert not running, "a helper's share still ran when Ctrl-C was raised"
+            if "run_shares" in [f.f_code.co_name for f, _ in traceback.walk_tb(e.__traceback__)]:
+                inside += 1
+                early += len(started) < 16
+    assert inside >= 10, f"only {inside} interrupts landed inside a job"
+    assert early, "Ctrl-C stopped no job before its last share"

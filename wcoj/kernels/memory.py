@@ -18,6 +18,7 @@ while a kernel runs.
 7
 """
 
+import contextlib
 import ctypes
 import time
 
@@ -76,6 +77,12 @@ class _Kernel(CPUDispatcher):
         return super().get_call_template(tuple(types.unliteral(a) for a in args),
                                          {k: types.unliteral(v) for k, v in kws.items()})
 
+    def compile(self, sig):
+        # compiling, or loading Numba's disk cache, under the guard ``wcoj.interrupts``
+        # sets: Ctrl-C landing in one of llvmlite's callbacks crashes the process
+        with _GUARD[0]():
+            return super().compile(sig)
+
     def _compile_for_args(self, *args, **kws):
         # a first call from Python with new argument types: compiles, or loads Numba's disk
         # cache (the kernels it calls included); timed for ``load_seconds``
@@ -87,6 +94,13 @@ class _Kernel(CPUDispatcher):
 
 
 _LOADING = [0.0]
+_GUARD = [contextlib.nullcontext]
+
+
+def set_compile_guard(guard) -> None:
+    """Run every kernel's compile or cache load inside ``guard()``, a context manager
+    (``wcoj.interrupts`` sets one that holds Ctrl-C back; kernels import nothing of ours)."""
+    _GUARD[0] = guard
 
 
 def load_seconds() -> float:
