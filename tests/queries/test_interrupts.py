@@ -160,7 +160,7 @@ CHILD = textwrap.dedent("""
     for k, rows in ((2000, 1 << 20), (20000, 0)):  # both routes' kernels loaded (or compiled)
         config.CHANGE_ROWS = rows                  # before any interrupt: an interrupt inside
         g.apply(rng.integers(0, 20000, size=(k, 2)), base[rng.choice(len(base), k // 2)])
-    print("ready", flush=True)                     # llvmlite's loading is another matter
+    print("ready", flush=True)                     # loads: the test after this one
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for i in range(400):
         # interrupts land only inside this try (outside it, between two iterations, Python
@@ -208,3 +208,54 @@ def test_real_interrupts_mid_tick_leave_a_graph_that_checks():
             child.kill()
     assert child.returncode == 0, err[-3000:]
     assert f"done {want}" in out, out[-2000:] + err[-2000:]
+
+
+LOADING_CHILD = textwrap.dedent("""
+    import signal, numpy as np
+    from queries.graph import Graph
+    print("ready", flush=True)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    caught = 0
+    while True:
+        try:  # interrupts land only inside this try, as in CHILD above
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            rng = np.random.default_rng(1)
+            g = Graph()
+            g.load_edges(rng.integers(0, 300, size=(3000, 2)))
+            g.view("triangle"); g.view("4-cycle")
+            for i in range(20):
+                g.apply(rng.integers(0, 300, size=(1 + 7 * i, 2)), rng.integers(0, 300, size=(i, 2)))
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            break
+        except KeyboardInterrupt:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            caught += 1
+    g.check_views()
+    print("done", caught, flush=True)
+""")
+
+
+def test_real_interrupts_while_kernels_load_leave_numba_working():
+    # Before the kernels' loads held Ctrl-C back, each of 25 such runs failed: Numba's
+    # registries half imported ("KeyError: duplicate registration" at every later load),
+    # or a KeyboardInterrupt "ignored" in llvmlite's object-cache callback, then a hang.
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    rng = np.random.default_rng(4)
+    for trial in range(3):
+        child = subprocess.Popen([sys.executable, "-c", LOADING_CHILD], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            assert child.stdout.readline().strip() == "ready"
+            sent = 0
+            while child.poll() is None and sent < 150:
+                try:
+                    child.wait(timeout=float(rng.uniform(0.002, 0.03)))
+                except subprocess.TimeoutExpired:
+                    child.send_signal(signal.SIGINT)
+                    sent += 1
+            out, err = child.communicate(timeout=300)
+        finally:
+            if child.poll() is None:
+                child.kill()
+        assert child.returncode == 0, err[-3000:]
+        assert out.startswith("done"), out[-2000:] + err[-2000:]
