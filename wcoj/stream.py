@@ -57,8 +57,16 @@ class Stream:
         return self._add(Filter(predicate, rowwise))
 
     def index_with(self, key_columns: list[int]) -> Stream:
+        """This stream indexed by ``key_columns``: the node that already does it when there
+        is one (two rules joining one relation on one column read one index, and
+        ``integrate_trace`` keeps one trace of it)."""
         from wcoj.operators import IndexWith
-        return self._add(IndexWith(key_columns))
+        cols = list(key_columns)
+        for n in self.circuit.nodes:
+            if isinstance(n.op, IndexWith) and n.inputs == [self.node_id] and n.op.key_columns == cols:
+                self.circuit._check_building()
+                return Stream(self.circuit, n.local_id)
+        return self._add(IndexWith(cols))
 
     def inspect(self, callback: Callable[[Any], Any]) -> Stream:
         from wcoj.operators import Inspect

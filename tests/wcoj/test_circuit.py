@@ -310,3 +310,23 @@ def test_a_step_that_keeps_nothing_answers_as_a_kept_step_and_changes_nothing(sn
 def _paths(g) -> set:
     """Pairs joined by a non-empty path (a node on a cycle reaches itself)."""
     return {(a, b) for a in g for s in g.successors(a) for b in {s} | nx.descendants(g, s)}
+
+
+def test_one_index_and_one_trace_per_stream_whoever_reads_them():
+    """Two rules joining one relation on one column read one index node and one trace:
+    at 40,000 people, reachability indexed and traced its 400,000 edges twice."""
+    c = Circuit()
+    a = c.source(2)
+    ia, ib = a.index_with([0]), a.index_with([0])
+    assert ia.node_id == ib.node_id
+    assert a.index_with([1]).node_id != ia.node_id
+    t1, p1 = integrate_trace(ia, first_epoch_unread=True)
+    t2, p2 = integrate_trace(ia)
+    assert (t1.node_id, p1.node_id) == (t2.node_id, p2.node_id)
+    assert not c.nodes[t1.node_id].op.first_epoch_unread  # read by one reader: kept for it
+    out = incremental_join(ia, ib)
+    c.sink(out)
+    got = c.step({"in0": ZSet.from_rows([(1, 2), (1, 3)])})["out0"]
+    assert got.to_dict() == {(1, 1, 2, 1, 2): 1, (1, 1, 2, 1, 3): 1, (1, 1, 3, 1, 2): 1, (1, 1, 3, 1, 3): 1}
+    with pytest.raises(CircuitError, match="already run"):
+        a.index_with([0])  # found, but a circuit that ran takes no new reader

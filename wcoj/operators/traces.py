@@ -468,6 +468,12 @@ def integrate_trace(stream: Stream, first_epoch_unread: bool = False) -> tuple[S
     sch = stream.schema
     if sch.kind == "trace":
         raise CircuitError("integrate_trace takes a zset or indexed stream, got a trace")
+    for n in c.nodes:  # a stream has one trace, whoever reads it (unread only if unread by all)
+        if (type(n.op) is TraceAppend and n.inputs[0] == stream.node_id
+                and c.nodes[n.inputs[1]].kind == "feedback" and c.nodes[n.inputs[1]].inputs == [n.local_id]):
+            c._check_building()
+            n.op.first_epoch_unread = n.op.first_epoch_unread and first_epoch_unread
+            return Stream(c, n.local_id), Stream(c, n.inputs[1])
     prior = c.delay_trace(sch.arity, sch.n_key)
     trace = c.add(TraceAppend(first_epoch_unread), stream, prior)
     prior.connect(trace)
