@@ -187,18 +187,19 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def test_real_interrupts_mid_tick_leave_a_graph_that_checks():
-    want = 8
+def interrupted_child(source: str, args: list[str], rng, pause: tuple[float, float], most: int) -> str:
+    """Run ``source`` in a child; once it prints "ready", send it SIGINT after every pause
+    (uniform in ``pause`` seconds) until it exits or ``most`` were sent. Its output, once
+    it exited with 0."""
     env = dict(os.environ, PYTHONPATH=os.getcwd())
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(want)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    child = subprocess.Popen([sys.executable, "-c", source, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env=env)
     try:
         assert child.stdout.readline().strip() == "ready"
-        rng = np.random.default_rng(3)
         sent = 0
-        while child.poll() is None and sent < 200:
+        while child.poll() is None and sent < most:
             try:
-                child.wait(timeout=float(rng.uniform(0.01, 0.15)))
+                child.wait(timeout=float(rng.uniform(*pause)))
             except subprocess.TimeoutExpired:
                 child.send_signal(signal.SIGINT)
                 sent += 1
@@ -207,7 +208,13 @@ def test_real_interrupts_mid_tick_leave_a_graph_that_checks():
         if child.poll() is None:
             child.kill()
     assert child.returncode == 0, err[-3000:]
-    assert f"done {want}" in out, out[-2000:] + err[-2000:]
+    return out + err[-2000:]
+
+
+def test_real_interrupts_mid_tick_leave_a_graph_that_checks():
+    want = 8
+    out = interrupted_child(CHILD, [str(want)], np.random.default_rng(3), (0.01, 0.15), 200)
+    assert f"done {want}" in out, out[-4000:]
 
 
 LOADING_CHILD = textwrap.dedent("""
@@ -239,23 +246,7 @@ def test_real_interrupts_while_kernels_load_leave_numba_working():
     # Before the kernels' loads held Ctrl-C back, each of 25 such runs failed: Numba's
     # registries half imported ("KeyError: duplicate registration" at every later load),
     # or a KeyboardInterrupt "ignored" in llvmlite's object-cache callback, then a hang.
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
     rng = np.random.default_rng(4)
-    for trial in range(3):
-        child = subprocess.Popen([sys.executable, "-c", LOADING_CHILD], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, env=env)
-        try:
-            assert child.stdout.readline().strip() == "ready"
-            sent = 0
-            while child.poll() is None and sent < 150:
-                try:
-                    child.wait(timeout=float(rng.uniform(0.002, 0.03)))
-                except subprocess.TimeoutExpired:
-                    child.send_signal(signal.SIGINT)
-                    sent += 1
-            out, err = child.communicate(timeout=300)
-        finally:
-            if child.poll() is None:
-                child.kill()
-        assert child.returncode == 0, err[-3000:]
-        assert out.startswith("done"), out[-2000:] + err[-2000:]
+    for _ in range(3):
+        out = interrupted_child(LOADING_CHILD, [], rng, (0.002, 0.03), 150)
+        assert out.startswith("done"), out[-4000:]
