@@ -26,4 +26,13 @@ Keeping a cold start short (``./dev bench first_use``; Numba's compile events,
 * keep call chains short: a kernel links in everything it calls and LLVM optimises that
   code again at every level, so each level between the generated tick's terms and its
   ``run`` cost seconds on a cold start.
+
+Keeping a hot loop fast: a ``memory.kernel`` allocates, so Numba counts references in it,
+and in a long loop it does so per iteration, two atomic operations for each array passed
+to a helper or assigned in the loop (Numba's pruning of those pairs gives up on long
+paths). The loop over keys of ``lattice.lattice_join`` spent half its time there. Put such
+a loop in a ``row_kernel`` that allocates nothing and returns to its caller when it needs
+room (``lattice._join_keys``, ``lattice._distinct_rows``); find the cost with ``perf
+record`` (the hot addresses are Numba's ``NRT_incref``/``NRT_decref``, a ``lock incq``/``lock
+decq`` each).
 """

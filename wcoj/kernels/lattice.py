@@ -28,9 +28,9 @@ never wrapped).
 
 import numpy as np
 
-from .memory import RUN_KEYS, RUN_N, RUN_WEIGHTS, grown, kernel, load
-from .runs import (_cmp_at, _consolidate, _fields, _gather_box, _in_box, _in_corner, _pack_row, _run_meets,
-                   _seek, _sort_rows, _sum_rows_in_place)
+from .memory import RUN_KEYS, RUN_N, RUN_WEIGHTS, grown, kernel, load, row_kernel
+from .runs import (_cmp_at, _fields, _gather_box, _in_box, _in_corner, _pack_row, _run_meets,
+                   _seek, _sort_rows, _sort_rows_within, _sum_rows_in_place)
 from .zsets import _add_overflows, _mul_overflows
 
 __all__ = ["lattice_join", "lattice_distinct", "integral_step", "lattice_next", "OK",
@@ -39,6 +39,108 @@ __all__ = ["lattice_join", "lattice_distinct", "integral_step", "lattice_next", 
 OK, SUM_OVERFLOW, PRODUCT_OVERFLOW = 0, 1, 2
 DENSE, RETRY = 3, 4  # lattice_join's summed-in-a-table result, and its call again without
 _NEG = -(2 ** 62)  # below every time: an open lower bound
+
+
+_MORE_ENTRIES, _MORE_ROWS, _MORE_FIELDS, _GO_DENSE = 5, 6, 7, 8  # _join_keys asks its caller
+
+
+@row_kernel
+def _join_keys(g, s_addr, s_w, ns, nk, ot, ow, olo, ohi, cur, o_addr, o_w, s_a, s_b, s_starts, a_drives,
+               a_map, b_map, smap, omap, out_k, out_w, m, dense, table, opart, lows, spans, shifts, dense_at):
+    """``lattice_join``'s work for one corner, from the driving side's entry ``g`` on: each
+    key of the driving side (``s_addr``/``s_w``, ``ns`` entries) looked up in the other
+    side's runs (``ot`` in the box ``olo``..``ohi``, galloping from ``cur``) and its pairs
+    written to ``out_k``/``out_w`` from row ``m`` (or summed into ``table`` when ``dense``).
+    Returns ``(g, m, status, x, y)``: ``OK`` with every key done, an overflow as
+    ``lattice_join`` reports it, or a request for more room before the key at ``g``
+    (``_MORE_ENTRIES``/``_MORE_ROWS``/``_MORE_FIELDS`` of at least ``x``) or to switch to
+    the table (``_GO_DENSE``), after which the caller calls again from ``g``.
+
+    It allocates nothing, so Numba counts no references in it: in a kernel that does, every
+    array passed to a helper or assigned in the loop cost two atomic operations per key,
+    about half of a large join's time."""
+    ostride = 8 * (ow + olo.shape[0])
+    while g < ns:
+        key = s_addr[g]
+        h = g + 1
+        while h < ns and _cmp_at(s_addr[h], key, nk) == 0:
+            h += 1
+        # the other side's entries of this key in its box, from every run
+        cnt = 0
+        for r in range(ot.shape[0]):
+            if not _run_meets(ot, r, olo, ohi):
+                continue
+            base, n = ot[r, RUN_KEYS], ot[r, RUN_N]
+            p = _seek(base, ostride, cur[r], n, key, nk)
+            cur[r] = p
+            while p < n and _cmp_at(base + ostride * p, key, nk) == 0:
+                cnt += 1
+                p += 1
+        if cnt == 0:
+            g = h
+            continue
+        if cnt > o_addr.shape[0]:
+            return g, m, _MORE_ENTRIES, max(cnt, 2 * o_addr.shape[0]), 0
+        k = used = 0
+        for r in range(ot.shape[0]):
+            if not _run_meets(ot, r, olo, ohi):
+                continue
+            base, wbase, n = ot[r, RUN_KEYS], ot[r, RUN_WEIGHTS], ot[r, RUN_N]
+            p = cur[r]
+            k0 = k
+            while p < n and _cmp_at(base + ostride * p, key, nk) == 0:
+                row = base + ostride * p
+                if _in_box(row, ow, olo, ohi):
+                    o_addr[k], o_w[k] = row, load(wbase, p)
+                    k += 1
+                p += 1
+            if k > k0:
+                used += 1
+        if used > 1 and k > 32:  # from several runs: many sorted here, a few by insertion below
+            _sort_rows_within(o_addr, o_w, k, ow, s_a, s_b, s_starts)
+        no, bad = _sum_rows_in_place(o_addr, o_w, k, ow, used > 1 and k <= 32)
+        if bad >= 0:
+            return g, m, SUM_OVERFLOW, 0, 0
+        if not dense and dense_at > 0 and m + (h - g) * no > dense_at:
+            return g, m, _GO_DENSE, 0, 0
+        if dense:  # packed row = the driving row's fields + the other row's
+            if no > opart.shape[0]:
+                return g, m, _MORE_FIELDS, 2 * no, 0
+            for q in range(no):
+                opart[q] = _fields(o_addr[q], omap, lows, spans, shifts)
+                if opart[q] < 0:
+                    return g, 0, RETRY, 0, 0
+            for i in range(g, h):
+                sp, wi = _fields(s_addr[i], smap, lows, spans, shifts), s_w[i]
+                if sp < 0:
+                    return g, 0, RETRY, 0, 0
+                for q in range(no):
+                    if _mul_overflows(wi, o_w[q]):
+                        return g, 0, RETRY, 0, 0
+                    x = wi * o_w[q]
+                    p = sp + opart[q]
+                    if _add_overflows(table[p], x):
+                        return g, 0, RETRY, 0, 0
+                    table[p] += x
+            g = h
+            continue
+        if m + (h - g) * no > out_k.shape[0]:
+            return g, m, _MORE_ROWS, m + (h - g) * no, 0
+        for i in range(g, h):
+            for q in range(no):
+                sa, sb = s_addr[i], o_addr[q]  # the a row and the b row
+                if not a_drives:
+                    sa, sb = sb, sa
+                for c in range(a_map.shape[1]):
+                    out_k[m, a_map[0, c]] = load(sa, a_map[1, c])
+                for c in range(b_map.shape[1]):
+                    out_k[m, b_map[0, c]] = load(sb, b_map[1, c])
+                if _mul_overflows(s_w[i], o_w[q]):
+                    return g, m, PRODUCT_OVERFLOW, s_w[i], o_w[q]
+                out_w[m] = s_w[i] * o_w[q]
+                m += 1
+        g = h
+    return g, m, OK, 0, 0
 
 
 @kernel
@@ -70,7 +172,9 @@ def lattice_join(ta, tb, nk, arity_a, arity_b, t, a_map, b_map, lows, spans, shi
     table = np.zeros(0, dtype=np.int64)
     dense = False
     opart = np.empty(16, dtype=np.int64)  # the other side's rows' packed fields, per key
+    # a key's entries of the other side, and the scratch to sort them
     o_addr, o_w = np.empty(16, dtype=np.int64), np.empty(16, dtype=np.int64)
+    s_a, s_b, s_starts = np.empty(16, dtype=np.int64), np.empty(16, dtype=np.int64), np.empty(17, dtype=np.int64)
     alo, ahi = np.empty(d, dtype=np.int64), np.empty(d, dtype=np.int64)
     blo, bhi = np.empty(d, dtype=np.int64), np.empty(d, dtype=np.int64)
     for mask in range(1 << d):
@@ -96,107 +200,44 @@ def lattice_join(ta, tb, nk, arity_a, arity_b, t, a_map, b_map, lows, spans, shi
         if a_drives:
             s_addr, s_w, ns, bad = _gather_box(ta, arity_a, alo, ahi)
             ot, ow, olo, ohi = tb, arity_b, blo, bhi
+            smap, omap = a_map, b_map
         else:
             s_addr, s_w, ns, bad = _gather_box(tb, arity_b, blo, bhi)
             ot, ow, olo, ohi = ta, arity_a, alo, ahi
+            smap, omap = b_map, a_map
         if bad >= 0:
             return out_k, out_w, m, SUM_OVERFLOW, 0, 0
-        ostride = 8 * (ow + d)
         cur = np.zeros(ot.shape[0], dtype=np.int64)
         g = 0
-        while g < ns:
-            key = s_addr[g]
-            h = g + 1
-            while h < ns and _cmp_at(s_addr[h], key, nk) == 0:
-                h += 1
-            # the other side's entries of this key in its box, from every run
-            cnt = 0
-            for r in range(ot.shape[0]):
-                if not _run_meets(ot, r, olo, ohi):
-                    continue
-                base, n = ot[r, RUN_KEYS], ot[r, RUN_N]
-                p = _seek(base, ostride, cur[r], n, key, nk)
-                cur[r] = p
-                while p < n and _cmp_at(base + ostride * p, key, nk) == 0:
-                    cnt += 1
-                    p += 1
-            if cnt:
-                if cnt > o_addr.shape[0]:  # scratch for the key's entries, reused across keys
-                    o_addr = np.empty(max(cnt, 2 * o_addr.shape[0]), dtype=np.int64)
-                    o_w = np.empty(o_addr.shape[0], dtype=np.int64)
-                k = used = 0
-                for r in range(ot.shape[0]):
-                    if not _run_meets(ot, r, olo, ohi):
-                        continue
-                    base, wbase, n = ot[r, RUN_KEYS], ot[r, RUN_WEIGHTS], ot[r, RUN_N]
-                    p = cur[r]
-                    k0 = k
-                    while p < n and _cmp_at(base + ostride * p, key, nk) == 0:
-                        row = base + ostride * p
-                        if _in_box(row, ow, olo, ohi):
-                            o_addr[k], o_w[k] = row, load(wbase, p)
-                            k += 1
-                        p += 1
-                    if k > k0:
-                        used += 1
-                if used <= 1 or k <= 32:  # one run's entries are sorted already
-                    c_addr, c_w = o_addr, o_w
-                    no, bad = _sum_rows_in_place(o_addr, o_w, k, ow, used > 1)
-                else:
-                    c_addr, c_w, no, bad = _consolidate(o_addr, o_w, k, ow)
-                if bad >= 0:
-                    return out_k, out_w, m, SUM_OVERFLOW, 0, 0
-                if not dense and dense_at > 0 and m + (h - g) * no > dense_at:  # sum from here on
-                    size = 1
-                    for c in range(width):
-                        size += spans[c] << shifts[c]  # the greatest packed row, plus one
-                    table = np.zeros(size, dtype=np.int64)
-                    for r in range(m):
-                        q = _pack_row(out_k.ctypes.data + 8 * width * r, width, lows, spans, shifts)
-                        if q < 0 or _add_overflows(table[q], out_w[r]):
-                            return out_k, out_w, 0, RETRY, 0, 0
-                        table[q] += out_w[r]
-                    dense = True
-                    m = 0
-                if dense:  # packed row = the driving row's fields + the other row's
-                    smap, omap = (a_map, b_map) if a_drives else (b_map, a_map)
-                    if no > opart.shape[0]:
-                        opart = np.empty(2 * no, dtype=np.int64)
-                    for q in range(no):
-                        opart[q] = _fields(c_addr[q], omap, lows, spans, shifts)
-                        if opart[q] < 0:
-                            return out_k, out_w, 0, RETRY, 0, 0
-                    for i in range(g, h):
-                        sp, wi = _fields(s_addr[i], smap, lows, spans, shifts), s_w[i]
-                        if sp < 0:
-                            return out_k, out_w, 0, RETRY, 0, 0
-                        for q in range(no):
-                            if _mul_overflows(wi, c_w[q]):
-                                return out_k, out_w, 0, RETRY, 0, 0
-                            x = wi * c_w[q]
-                            p = sp + opart[q]
-                            if _add_overflows(table[p], x):
-                                return out_k, out_w, 0, RETRY, 0, 0
-                            table[p] += x
-                    g = h
-                    continue
-                if m + (h - g) * no > cap:
-                    cap = max(2 * cap, m + (h - g) * no)
-                    out_k, out_w = grown(out_k, m, cap), grown(out_w, m, cap)
-                for i in range(g, h):
-                    for q in range(no):
-                        sa, sb = s_addr[i], c_addr[q]  # the a row and the b row
-                        if not a_drives:
-                            sa, sb = sb, sa
-                        for c in range(a_map.shape[1]):
-                            out_k[m, a_map[0, c]] = load(sa, a_map[1, c])
-                        for c in range(b_map.shape[1]):
-                            out_k[m, b_map[0, c]] = load(sb, b_map[1, c])
-                        if _mul_overflows(s_w[i], c_w[q]):
-                            return out_k, out_w, m, PRODUCT_OVERFLOW, s_w[i], c_w[q]
-                        out_w[m] = s_w[i] * c_w[q]
-                        m += 1
-            g = h
+        while True:  # the keys in a kernel that allocates nothing; here only what it asks for
+            g, m, status, x, y = _join_keys(g, s_addr, s_w, ns, nk, ot, ow, olo, ohi, cur, o_addr, o_w,
+                                            s_a, s_b, s_starts, a_drives, a_map, b_map, smap, omap,
+                                            out_k, out_w, m, dense, table, opart, lows, spans, shifts,
+                                            dense_at)
+            if status == OK:
+                break
+            if status == _MORE_ENTRIES:
+                o_addr, o_w = np.empty(x, dtype=np.int64), np.empty(x, dtype=np.int64)
+                s_a, s_b, s_starts = np.empty(x, dtype=np.int64), np.empty(x, dtype=np.int64), np.empty(x + 1, dtype=np.int64)
+            elif status == _MORE_ROWS:
+                cap = max(2 * cap, x)
+                out_k, out_w = grown(out_k, m, cap), grown(out_w, m, cap)
+            elif status == _MORE_FIELDS:
+                opart = np.empty(x, dtype=np.int64)
+            elif status == _GO_DENSE:  # sum from here on
+                size = 1
+                for c in range(width):
+                    size += spans[c] << shifts[c]  # the greatest packed row, plus one
+                table = np.zeros(size, dtype=np.int64)
+                for r in range(m):
+                    q = _pack_row(out_k.ctypes.data + 8 * width * r, width, lows, spans, shifts)
+                    if q < 0 or _add_overflows(table[q], out_w[r]):
+                        return out_k, out_w, 0, RETRY, 0, 0
+                    table[q] += out_w[r]
+                dense = True
+                m = 0
+            else:
+                return out_k, out_w, m, status, x, y
     if not dense:
         return out_k, out_w, m, OK, 0, 0
     m = 0
@@ -308,10 +349,32 @@ def lattice_distinct(table, n_prior, arity, t, extra, scheduled):
     out_k, out_w = np.empty((nc, arity), dtype=np.int64), np.empty(nc, dtype=np.int64)
     cap = 16
     plan_rows, plan_its = np.empty((cap, arity), dtype=np.int64), np.empty(cap, dtype=np.int64)
-    s = 0
-    m = 0
-    for k in range(nc):
+    kstart = np.zeros(nr, dtype=np.int64)
+    k = m = s = 0
+    while True:  # the rows in a kernel that allocates nothing; here only the plan's room
+        k, m, s, status = _distinct_rows(k, cand, origin, nc, table, live, plan, cur, kstart, arity, t,
+                                         corners, signs, nco, sums, out_k, out_w, m, plan_rows, plan_its, s)
+        if status == OK:
+            return out_k, out_w, m, -1, plan_rows, plan_its, s
+        if status == SUM_OVERFLOW:
+            return out_k, out_w, m, k, plan_rows, plan_its, s
+        cap *= 2
+        plan_rows, plan_its = grown(plan_rows, s, cap), grown(plan_its, s, cap)
+
+
+@row_kernel
+def _distinct_rows(k, cand, origin, nc, table, live, plan, cur, kstart, arity, t, corners, signs, nco, sums,
+                   out_k, out_w, m, plan_rows, plan_its, s):
+    """``lattice_distinct``'s corner sums for the candidate rows from ``k`` on: returns
+    ``(k, m, s, status)``, ``OK`` with every row done, ``SUM_OVERFLOW`` with row ``k`` at
+    fault (written to ``out_k[m]``), or ``_MORE_ROWS`` when the plan is full before row
+    ``k`` (its runs' positions rewound: the caller grows the plan and calls again). It
+    allocates nothing, so Numba counts no references per row (``_join_keys``)."""
+    nr = table.shape[0]
+    stride = 8 * (arity + t.shape[0])
+    while k < nc:
         key = cand[k]
+        s0 = s
         for c in range(nco):
             sums[c] = 0
         for r in range(nr):
@@ -320,12 +383,14 @@ def lattice_distinct(table, n_prior, arity, t, extra, scheduled):
                 continue
             base, wbase, nn = table[r, RUN_KEYS], table[r, RUN_WEIGHTS], table[r, RUN_N]
             p = _seek(base, stride, cur[r], nn, key, arity)
+            kstart[r] = p
             while p < nn and _cmp_at(base + stride * p, key, arity) == 0:
                 row = base + stride * p
                 if planned and load(row, arity) < t[0] and load(row, arity + 1) > t[1]:
-                    if s == cap:
-                        cap *= 2
-                        plan_rows, plan_its = grown(plan_rows, s, cap), grown(plan_its, s, cap)
+                    if s == plan_its.shape[0]:
+                        for q in range(r):  # this row again from its first entry
+                            cur[q] = min(cur[q], kstart[q])
+                        return k, m, s0, _MORE_ROWS
                     for q in range(arity):
                         plan_rows[s, q] = load(key, q)
                     plan_its[s] = load(row, arity + 1)
@@ -336,7 +401,7 @@ def lattice_distinct(table, n_prior, arity, t, extra, scheduled):
                         if _add_overflows(sums[c], x):
                             for q in range(arity):  # row m: the row at fault
                                 out_k[m, q] = load(key, q)
-                            return out_k, out_w, m, k, plan_rows, plan_its, s
+                            return k, m, s, SUM_OVERFLOW
                         sums[c] += x
                 p += 1
             cur[r] = p
@@ -349,7 +414,8 @@ def lattice_distinct(table, n_prior, arity, t, extra, scheduled):
                 out_k[m, c] = load(key, c)
             out_w[m] = delta
             m += 1
-    return out_k, out_w, m, -1, plan_rows, plan_its, s
+        k += 1
+    return k, m, s, OK
 
 
 @kernel

@@ -49,50 +49,69 @@ def _run_meets(table, r, lo, hi):
 @kernel
 def _sort_rows(addr, w, n, width):
     """Sort ``addr[:n]`` (row addresses, ``w`` alongside) by the rows' first ``width``
-    values: a stable natural merge sort, which merges the ascending stretches the input
-    already has (entries gathered run by run come in a few sorted stretches: O(n) when
-    already sorted, O(n log k) for k stretches). Returns the sorted pair."""
+    values (``_sort_rows_within``). Returns the sorted pair, new arrays."""
     a, b = addr[:n].copy(), w[:n].copy()
-    starts = np.empty(n + 1, dtype=np.int64)
+    _sort_rows_within(a, b, n, width, np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
+                      np.empty(n + 1, dtype=np.int64))
+    return a, b
+
+
+@row_kernel
+def _sort_rows_within(a, b, n, width, ta, tb, starts):
+    """Sort ``a[:n]`` (row addresses, ``b`` alongside) in place by the rows' first
+    ``width`` values, with ``ta``, ``tb`` (``n`` entries) and ``starts`` (``n + 1``) as
+    scratch: a stable natural merge sort, which merges the ascending stretches the input
+    already has (entries gathered run by run come in a few sorted stretches: O(n) when
+    already sorted, O(n log k) for k stretches). Allocates nothing: a kernel may call it
+    per key without counting references."""
     k = 0
     for i in range(n):
         if i == 0 or _cmp_at(a[i], a[i - 1], width) < 0:
             starts[k] = i
             k += 1
     starts[k] = n
-    if k <= 1:
-        return a, b
-    ta, tb = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    in_a = True
     while k > 1:
-        nk = 0
-        for r in range(0, k, 2):
-            lo = starts[r]
-            mid = starts[r + 1]
-            hi = starts[r + 2] if r + 2 <= k else mid
-            i, j, q = lo, mid, lo
-            while i < mid and j < hi:
-                if _cmp_at(a[j], a[i], width) < 0:
-                    ta[q], tb[q] = a[j], b[j]
-                    j += 1
-                else:
-                    ta[q], tb[q] = a[i], b[i]
-                    i += 1
-                q += 1
-            while i < mid:
-                ta[q], tb[q] = a[i], b[i]
-                i += 1
-                q += 1
-            while j < hi:
+        if in_a:
+            k = _merge_pass(a, b, ta, tb, starts, k, n, width)
+        else:
+            k = _merge_pass(ta, tb, a, b, starts, k, n, width)
+        in_a = not in_a
+    if not in_a:  # the last pass wrote the scratch
+        for i in range(n):
+            a[i], b[i] = ta[i], tb[i]
+
+
+@row_kernel
+def _merge_pass(a, b, ta, tb, starts, k, n, width):
+    """Merge the ``k`` sorted stretches of ``a`` (``starts``) pairwise into ``ta``:
+    the number of stretches left, their starts written back."""
+    nk = 0
+    for r in range(0, k, 2):
+        lo = starts[r]
+        mid = starts[r + 1]
+        hi = starts[r + 2] if r + 2 <= k else mid
+        i, j, q = lo, mid, lo
+        while i < mid and j < hi:
+            if _cmp_at(a[j], a[i], width) < 0:
                 ta[q], tb[q] = a[j], b[j]
                 j += 1
-                q += 1
-            starts[nk] = lo
-            nk += 1
-        starts[nk] = n
-        k = nk
-        a, ta = ta, a
-        b, tb = tb, b
-    return a, b
+            else:
+                ta[q], tb[q] = a[i], b[i]
+                i += 1
+            q += 1
+        while i < mid:
+            ta[q], tb[q] = a[i], b[i]
+            i += 1
+            q += 1
+        while j < hi:
+            ta[q], tb[q] = a[j], b[j]
+            j += 1
+            q += 1
+        starts[nk] = lo
+        nk += 1
+    starts[nk] = n
+    return nk
 
 
 @row_kernel

@@ -135,6 +135,24 @@ def stored(runs):
 @given(st.lists(st.lists(entry, max_size=8), max_size=4), st.lists(st.tuples(st.integers(0, 3)), unique=True, max_size=3),
        st.lists(st.sampled_from([-1, 1, 2]), min_size=3, max_size=3), times)
 def test_lattice_distinct_with_a_plan_equals_the_scan_and_plans_every_later_iteration(prior, batch_rows, bw, t):
+    check_plan(prior, batch_rows, bw, t)
+
+
+# iterations up to 12 and long runs: a batch's rows have more later iterations of earlier
+# epochs than the plan's first room (16), spread over several runs
+deep_times = st.tuples(st.integers(0, 2), st.integers(0, 12))
+deep_entry = st.tuples(st.tuples(st.integers(0, 1)), deep_times, st.sampled_from([-1, 1, 2]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(deep_entry, min_size=20, max_size=40), min_size=2, max_size=4),
+       st.lists(st.tuples(st.integers(0, 1)), unique=True, min_size=1, max_size=2),
+       st.lists(st.sampled_from([-1, 1, 2]), min_size=3, max_size=3), deep_times)
+def test_lattice_distinct_plans_many_later_iterations(prior, batch_rows, bw, t):
+    check_plan(prior, batch_rows, bw, t)
+
+
+def check_plan(prior, batch_rows, bw, t):
     """Given the planned rows for t (this epoch's rows that an earlier epoch holds at t's
     iteration), the change is the one the scan finds; the plan it returns for the batch's
     rows is every (later iteration, row) an earlier epoch holds. The prior holds what a
@@ -163,6 +181,26 @@ pair = st.tuples(st.tuples(st.integers(0, 2), st.integers(0, 2)), times, st.inte
 @given(st.lists(st.lists(pair, max_size=6), max_size=3), st.lists(st.lists(pair, max_size=6), max_size=3),
        times, st.booleans(), st.sampled_from([0, 1, 3]))
 def test_lattice_join_is_the_sum_over_time_pairs_that_meet_at_t(a_runs, b_runs, t, project, dense_at):
+    check_join(a_runs, b_runs, t, project, dense_at, 2)
+
+
+# two keys, values up to 40: a key's entries come from several runs, more than the kernel's
+# first scratch holds (16) and more than it sorts by insertion (32), and a key pairs with
+# more than 16 rows of the other side (the room the kernel asks its caller for)
+wide_pair = st.tuples(st.tuples(st.integers(0, 1), st.integers(0, 40)), times, st.sampled_from([-1, 1, 2]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(wide_pair, min_size=30, max_size=60), min_size=1, max_size=3),
+       st.lists(st.lists(wide_pair, min_size=30, max_size=60), min_size=1, max_size=3),
+       times, st.booleans(), st.sampled_from([0, 1, 40]))
+def test_lattice_join_of_keys_with_many_entries_in_several_runs(a_runs, b_runs, t, project, dense_at):
+    check_join(a_runs, b_runs, t, project, dense_at, 40)
+
+
+def check_join(a_runs, b_runs, t, project, dense_at, high):
+    """``lattice_join`` of two traces' runs (rows ``(key, value)``, values in ``[0, high]``)
+    against the sum over every pair of entries whose times meet at ``t``."""
     ta, _ = table(a_runs, 2)
     tb, _ = table(b_runs, 2)
     cols = (2, 0) if project else (0, 1, 2)  # (b value, key) or the whole joined row
@@ -170,8 +208,8 @@ def test_lattice_join_is_the_sum_over_time_pairs_that_meet_at_t(a_runs, b_runs, 
     out = np.arange(len(cols), dtype=np.int64)
     a_map = np.stack([out[src < 2], src[src < 2]])
     b_map = np.stack([out[src >= 2], src[src >= 2] - 2 + 1])
-    # dense_at > 0: past that many rows out, the rest are summed in a table over [0, 2]^width
-    p = packing_within(np.zeros(len(cols), dtype=np.int64), np.full(len(cols), 2, dtype=np.int64))
+    # dense_at > 0: past that many rows out, the rest are summed in a table over [0, high]^width
+    p = packing_within(np.zeros(len(cols), dtype=np.int64), np.full(len(cols), high, dtype=np.int64))
     dense = (p.lows, p.highs - p.lows, p.shifts, dense_at) if dense_at else NO_TABLE
     k, w, m, status, _, _ = lattice_join(ta.table, tb.table, 1, 2, 2, np.array(t, dtype=np.int64), a_map, b_map,
                                          *dense)
@@ -252,3 +290,20 @@ def test_lattice_join_moves_the_rows_it_wrote_into_the_table_when_it_switches():
                                          p.lows, p.highs - p.lows, p.shifts, 2)
     assert status == DENSE
     assert p.unpack(k[:m, 0]).tolist() == [[11, 21], [12, 22], [13, 23]] and w[:m].tolist() == [1, 2, 3]
+
+
+def test_lattice_join_of_one_key_held_by_three_runs():
+    """A key with 60 entries from three runs, against one entry: the kernel sorts them
+    (more than 32, from several runs) and, summing into the table, asks its caller for
+    room for their fields (more than 16)."""
+    a_runs = [[((0, v), (0, 0), 1) for v in range(r, 60, 3)] for r in range(3)]
+    for dense_at in (0, 1):
+        check_join(a_runs, [[((0, 5), (0, 1), 2)]], (0, 1), False, dense_at, 60)
+    # the same rows in each run: a row's entries are summed across runs, and a sum that
+    # leaves int64 is reported (the entries must be sorted to meet)
+    same = [[((0, v), (0, 0), I64_MAX if (r, v) == (0, 7) else 1) for v in range(20)] for r in range(2)]
+    ta, _ = table(same, 2)
+    tb, _ = table([[((0, 5), (0, 1), 1)]], 2)
+    maps = (np.array([[0, 1], [0, 1]], dtype=np.int64), np.array([[2], [1]], dtype=np.int64))
+    status = lattice_join(ta.table, tb.table, 1, 2, 2, np.array([0, 1], dtype=np.int64), *maps, *NO_TABLE)[3]
+    assert status == SUM_OVERFLOW
