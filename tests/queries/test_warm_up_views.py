@@ -24,12 +24,13 @@ db = Database()
 db.transact('[{:db/ident :name :db/valueType :db.type/string :db/unique :db.unique/identity}'
             ' {:db/ident :f :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}'
             ' {:db/ident :up :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}]')
-ids = db.transact([{":db/id": f"x{i}", ":name": f"x{i}"} for i in range(n)]).tempids
+# each person with its parent (a lower number) and the people it follows, as maps
+people = [{":db/id": f"x{i}", ":name": f"x{i}", ":f": [f"x{j}" for j in rng.integers(0, n, 8).tolist()]}
+          for i in range(n)]
+for i in range(1, n):
+    people[i][":up"] = f"x{int(rng.integers(0, i))}"
+ids = db.transact(people).tempids
 e = np.array([ids[f"x{i}"] for i in range(n)], dtype=np.int64)
-pairs = rng.integers(0, n, (8 * n, 2))
-db.load_datoms(e[pairs[:, 0]], ":f", e[pairs[:, 1]])
-kids = np.arange(1, n)
-db.load_datoms(e[kids], ":up", e[rng.integers(0, kids)])
 views = [db.view('[:find ?a ?b ?c :where [?a :f ?b] [?b :f ?c] [?c :f ?a]]'),
          db.view('[:find (count ?b) . :in $ % :where (up ?a ?b)]',
                  '[[(up ?a ?b) [?a :up ?b]] [(up ?a ?b) [?a :up ?x] (up ?x ?b)]]'),
