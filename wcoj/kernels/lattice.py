@@ -46,7 +46,7 @@ _MORE_ENTRIES, _MORE_ROWS, _MORE_FIELDS, _GO_DENSE = 5, 6, 7, 8  # _join_keys as
 
 @row_kernel
 def _join_keys(g, s_addr, s_w, ns, nk, ot, ow, olo, ohi, cur, o_addr, o_w, s_a, s_b, s_starts, a_drives,
-               a_map, b_map, smap, omap, out_k, out_w, m, dense, table, opart, lows, spans, shifts, dense_at):
+               a_map, b_map, out_k, out_w, m, dense, table, opart, lows, spans, shifts, dense_at):
     """``lattice_join``'s work for one corner, from the driving side's entry ``g`` on: each
     key of the driving side (``s_addr``/``s_w``, ``ns`` entries) looked up in the other
     side's runs (``ot`` in the box ``olo``..``ohi``, galloping from ``cur``) and its pairs
@@ -60,6 +60,7 @@ def _join_keys(g, s_addr, s_w, ns, nk, ot, ow, olo, ohi, cur, o_addr, o_w, s_a, 
     array passed to a helper or assigned in the loop cost two atomic operations per key,
     about half of a large join's time."""
     ostride = 8 * (ow + olo.shape[0])
+    smap, omap = (a_map, b_map) if a_drives else (b_map, a_map)  # the driving side's columns, the other's
     while g < ns:
         key = s_addr[g]
         h = g + 1
@@ -200,18 +201,16 @@ def lattice_join(ta, tb, nk, arity_a, arity_b, t, a_map, b_map, lows, spans, shi
         if a_drives:
             s_addr, s_w, ns, bad = _gather_box(ta, arity_a, alo, ahi)
             ot, ow, olo, ohi = tb, arity_b, blo, bhi
-            smap, omap = a_map, b_map
         else:
             s_addr, s_w, ns, bad = _gather_box(tb, arity_b, blo, bhi)
             ot, ow, olo, ohi = ta, arity_a, alo, ahi
-            smap, omap = b_map, a_map
         if bad >= 0:
             return out_k, out_w, m, SUM_OVERFLOW, 0, 0
         cur = np.zeros(ot.shape[0], dtype=np.int64)
         g = 0
         while True:  # the keys in a kernel that allocates nothing; here only what it asks for
             g, m, status, x, y = _join_keys(g, s_addr, s_w, ns, nk, ot, ow, olo, ohi, cur, o_addr, o_w,
-                                            s_a, s_b, s_starts, a_drives, a_map, b_map, smap, omap,
+                                            s_a, s_b, s_starts, a_drives, a_map, b_map,
                                             out_k, out_w, m, dense, table, opart, lows, spans, shifts,
                                             dense_at)
             if status == OK:
@@ -375,6 +374,8 @@ def _distinct_rows(k, cand, origin, nc, table, live, plan, cur, kstart, arity, t
     while k < nc:
         key = cand[k]
         s0 = s
+        for r in range(nr):  # where this row's lookups start, to look it up again
+            kstart[r] = cur[r]
         for c in range(nco):
             sums[c] = 0
         for r in range(nr):
@@ -383,13 +384,12 @@ def _distinct_rows(k, cand, origin, nc, table, live, plan, cur, kstart, arity, t
                 continue
             base, wbase, nn = table[r, RUN_KEYS], table[r, RUN_WEIGHTS], table[r, RUN_N]
             p = _seek(base, stride, cur[r], nn, key, arity)
-            kstart[r] = p
             while p < nn and _cmp_at(base + stride * p, key, arity) == 0:
                 row = base + stride * p
                 if planned and load(row, arity) < t[0] and load(row, arity + 1) > t[1]:
                     if s == plan_its.shape[0]:
-                        for q in range(r):  # this row again from its first entry
-                            cur[q] = min(cur[q], kstart[q])
+                        for q in range(nr):  # this row again, from where it started
+                            cur[q] = kstart[q]
                         return k, m, s0, _MORE_ROWS
                     for q in range(arity):
                         plan_rows[s, q] = load(key, q)
