@@ -72,9 +72,19 @@ class IncrementalIndex:
         self.arity, self.columns = arity, tuple(columns)
         self._natural = self.columns == tuple(range(arity))
         self.trie = Trie(arity, block)
-        self.staged: TrieTable | None = None
+        self._staged: TrieTable | None = None
         self._staged_rows = None  # (keys, weights) of the staged change in this order
         self._views: dict[str, TrieView] = {}
+
+    @property
+    def staged(self) -> TrieTable | None:
+        """The staged change as a compact trie, built when a reader first asks for it
+        (``delta`` or ``curr``): a commit needs only its rows, and most indexes of a
+        transaction are read by no view (a one-datom transaction built three tries for
+        nothing, about a tenth of its time)."""
+        if self._staged is None and self._staged_rows is not None:
+            self._staged = TrieTable.compact(*self._staged_rows)
+        return self._staged
 
     def __repr__(self) -> str:
         return f"IncrementalIndex(columns={self.columns}, rows={self.trie.n_rows})"
@@ -90,31 +100,29 @@ class IncrementalIndex:
     def load(self, z: ZSet) -> None:
         """Replace all committed state by ``z`` (natural column order)."""
         self.trie.load(*self._ordered(z), presorted=True)
-        self.staged, self._staged_rows, self._views = None, None, {}
+        self._staged, self._staged_rows, self._views = None, None, {}
 
     def stage(self, delta: ZSet, checked: bool = False) -> None:
         """Stage this tick's change (natural column order, consolidated); ``checked``:
         the caller made sure its weight sums fit (``Relation.stage`` checks once for all
         its indexes), else ``commit`` checks them."""
         self._views = {}
+        self._staged = self._staged_rows = None
         if not len(delta):
-            self.staged = self._staged_rows = None
             return
-        keys, weights = self._ordered(delta)
-        self._staged_rows = (keys, weights)
+        self._staged_rows = self._ordered(delta)
         self._checked = checked
-        self.staged = TrieTable.compact(keys, weights)
 
     def rollback(self) -> None:
         """Forget the staged change."""
-        self.staged = self._staged_rows = None
+        self._staged = self._staged_rows = None
         self._views = {}
 
     def commit(self) -> None:
         """Apply the staged change to the trie in place."""
         if self._staged_rows is not None:
             self.trie.apply(*self._staged_rows, checked=self._checked)
-        self.staged = self._staged_rows = None
+        self._staged = self._staged_rows = None
         self._views = {}
 
     def view(self, kind: str) -> TrieView:

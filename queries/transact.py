@@ -218,6 +218,10 @@ def _lookup_like(v: Any) -> bool:
 
 
 # ---------------------------------------------------------------------------- entities
+_NO_REFS = np.zeros(0, dtype=np.int64)
+_NO_REFS.setflags(write=False)
+
+
 class _Entities:
     """Entity references -> int codes, resolved in bulk later: an entity id stays
     itself (> 0); tempid ``i`` is ``-1 - 2i``; lookup ref ``j`` is ``-2 - 2j``."""
@@ -268,6 +272,8 @@ class _Entities:
 
     def resolve_refs(self) -> I64:
         """The entity of every lookup ref, one ``owners`` lookup per attribute."""
+        if not self.ref_forms:
+            return _NO_REFS
         out = np.full(len(self.ref_forms), -1, dtype=np.int64)
         by_attr: dict[str, list[int]] = {}
         for j, (attr, _) in enumerate(self.ref_forms):
@@ -354,7 +360,8 @@ def resolve(store: EavStore, data: list):
     v = np.where(v_ent, _decode_codes(v_codes, tempid_eids, ref_eids), v_codes) \
         if v_ent.any() else v_codes
     idents = {aid_of[a]: a for a in schemas}
-    rows = np.stack([e, aids, v], axis=1).reshape(-1, 3)
+    rows = np.empty((n, 3), dtype=np.int64)  # (np.stack of three columns costs ~10 us)
+    rows[:, 0], rows[:, 1], rows[:, 2] = e, aids, v
     added = np.array(forms.added, dtype=bool)
     seq = 2 * np.arange(n, dtype=np.int64)
     _check_cas(store, forms, rows, ents, tempid_eids, idents)

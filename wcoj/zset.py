@@ -113,7 +113,11 @@ def consolidate(keys: Any, weights: Any) -> tuple[I64, I64]:
     ([[1, 5]], [4])
     """
     keys = _as_keys(keys)
-    weights = checked_weights(weights, keys.shape[0])
+    return _consolidated(keys, checked_weights(weights, keys.shape[0]))
+
+
+def _consolidated(keys: I64, weights: I64) -> tuple[I64, I64]:
+    """``consolidate`` of arrays already checked (``_as_keys``, ``checked_weights``)."""
     n = keys.shape[0]
     if n <= 1:  # sorted and unique already (a kernel call would cost more than the rest);
         # copies, as the small sort gives: the Z-set freezes its arrays, not the caller's
@@ -282,7 +286,7 @@ class ZSet:
         keys = _as_keys(keys, arity)
         if weights is None:
             weights = np.ones(keys.shape[0], dtype=np.int64)
-        return cls(*consolidate(keys, checked_weights(weights, keys.shape[0])))
+        return cls(*_consolidated(keys, checked_weights(weights, keys.shape[0])))
 
     @classmethod
     def from_rows(cls, rows: Iterable[Iterable[int]], weights: Iterable[int] | None = None,
