@@ -260,7 +260,7 @@ class EavStore:
         weights = np.ones(len(rows), dtype=np.int64)
         weights[len(adds):] = -1
         if len(rows) <= SMALL_ROWS:  # a few rows: one call of the small sort
-            delta = ZSet.from_arrays(rows, weights, arity=4)
+            delta = ZSet.from_checked(rows, weights)
         else:  # adds and retracts each come sorted from the transaction rules (most often):
             # two linear checks and a merge, where one sort of all rows may not pack (a tx
             # id and an interned instant in the columns of entity ids): lexsort
@@ -275,7 +275,7 @@ class EavStore:
         for aid in aids:
             ident = by_aid[aid]
             m = rows[:, 1] == aid
-            z = ZSet.from_arrays(rows[m][:, [0, 2]], weights[m], arity=2)
+            z = ZSet.from_checked(np.ascontiguousarray(rows[m][:, [0, 2]]), weights[m])
             tx.stage(self.relation(ident), z, bounded=True)
             self.changed.add(ident)
 

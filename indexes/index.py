@@ -192,6 +192,11 @@ class Relation:
         """The committed state (``prev``), natural column order."""
         return self.natural.trie.to_zset()
 
+    def weights(self, keys: np.ndarray) -> np.ndarray:
+        """The committed weight of each row of ``keys`` (natural column order; 0 where
+        absent): one lookup per row, without building a view."""
+        return self.natural.trie.weights(keys)
+
     def ensure_index(self, columns: Iterable[int]) -> IncrementalIndex:
         """The index in ``columns`` order, built from the committed state if new."""
         columns = tuple(columns)

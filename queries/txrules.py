@@ -116,11 +116,11 @@ def apply_rules(store: EavStore, rows: I64, added: npt.NDArray[np.bool_], idents
         part, flag = rows[lo:hi], added[lo:hi]
         ident = idents[int(part[0, 1])]
         schema, rel = store.attribute(ident), store.relations.get(ident)
-        view = rel.view("prev", (0, 1)) if rel is not None else None   # e -> v
-        have = view.weight(part[:, [0, 2]]) > 0 if view is not None \
+        have = rel.weights(part[:, [0, 2]]) > 0 if rel is not None \
             else np.zeros(len(part), dtype=bool)
         add, ret = part[flag & ~have], part[~flag & have]
         if not schema.many:
+            view = rel.view("prev", (0, 1)) if rel is not None else None   # e -> v
             stale = _replaced(store, ident, part[flag], view)
             if len(stale) and len(ret):   # an old value may be retracted explicitly too
                 ret = np.unique(np.concatenate([ret, stale]), axis=0)
@@ -138,7 +138,8 @@ def apply_rules(store: EavStore, rows: I64, added: npt.NDArray[np.bool_], idents
         add, ret = np.concatenate([add, c_add]), np.concatenate([ret, c_ret])
     if report:  # tx_data in datom order, as before
         add, ret = _by_datom(add), _by_datom(ret)
-    adds = np.concatenate([add, np.full((len(add), 1), tx, np.int64)], axis=1)
+    adds = np.empty((len(add), 4), dtype=np.int64)
+    adds[:, :3], adds[:, 3] = add, tx
     retracts = np.concatenate([ret, store.tx_of(ret)[:, None] if len(ret) else ret[:, :1]], axis=1)
     return adds, retracts, partial(_tx_data, store, add, ret, idents) if report else []
 

@@ -289,6 +289,13 @@ class ZSet:
         return cls(*_consolidated(keys, checked_weights(weights, keys.shape[0])))
 
     @classmethod
+    def from_checked(cls, keys: I64, weights: I64) -> ZSet:
+        """``from_arrays`` of arrays the engine made itself (``int64[n, k]`` keys, C order,
+        ``int64[n]`` weights): consolidated without checking them again (a one-datom
+        transaction builds three Z-sets, and the checks cost as much as the rest)."""
+        return cls(*_consolidated(keys, weights))
+
+    @classmethod
     def from_rows(cls, rows: Iterable[Iterable[int]], weights: Iterable[int] | None = None,
                   arity: int | None = None) -> ZSet:
         """Build from Python tuples of ints; every row must have the same arity."""
