@@ -264,8 +264,8 @@ class EavStore:
         else:  # adds and retracts each come sorted from the transaction rules (most often):
             # two linear checks and a merge, where one sort of all rows may not pack (a tx
             # id and an interned instant in the columns of entity ids): lexsort
-            delta = ZSet.from_arrays(adds, weights[:len(adds)], arity=4).plus(
-                ZSet.from_arrays(retracts, weights[len(adds):], arity=4))
+            delta = ZSet.from_checked(np.ascontiguousarray(adds), weights[:len(adds)]).plus(
+                ZSet.from_checked(np.ascontiguousarray(retracts), weights[len(adds):]))
         tx.stage(self.datoms, delta, bounded=True)
         by_aid = self._idents if not self._staged_attrs else \
             {**self._idents, **{self.aid(a): a for a in self._staged_attrs}}

@@ -1,7 +1,8 @@
 """Incremental indexes and the relations that own them.
 
 An ``IncrementalIndex`` holds one relation in one column order: its committed state, one
-``Trie`` changed in place, and a tick's staged change as a compact trie. A tick has three
+``Trie`` changed in place, and a tick's staged change: its sorted rows, and the compact
+trie of them that the join reads, built when a view first asks for it. A tick has three
 views (DBSP's names):
 
 * ``delta``: this tick's change (Δ), staged but not committed;
@@ -230,7 +231,7 @@ class Relation:
         check reads each changed row's weight in the trie)."""
         self._check(delta)
         if len(delta) and not bounded:
-            now = self.natural.trie.weights(delta.keys)
+            now = self.weights(delta.keys)
             total = now + delta.weights
             bad = np.flatnonzero(((now ^ total) & (delta.weights ^ total)) < 0)
             if len(bad):
